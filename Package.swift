@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+  name: "swift-coroutines",
+  products: [
+    .library(name: "Coroutines", targets: ["Coroutines"])
+  ],
+  targets: [
+    .target(
+      name: "CUContext",
+      path: "Sources/CUContext"
+    ),
+    .target(
+      name: "Coroutines",
+      dependencies: ["CUContext"],
+      path: "Sources/Coroutines"
+    ),
+    .executableTarget(
+      name: "examples",
+      dependencies: ["Coroutines"],
+      path: "Examples"
+    ),
+    .testTarget(
+      name: "CoroutinesTests",
+      dependencies: ["Coroutines"],
+      path: "Tests/CoroutinesTests"
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,55 @@
+// Making and switching contexts. A fiber starts in `trampoline`, which makecontext calls with
+// the fiber's address split into two ints (makecontext passes only ints), runs the entry, and
+// switches back to the resumer for the last time when the entry returns.
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "fiber.h"
+
+// Exported by libswiftCore and declared in no header: they move the current thread's dynamic
+// exclusivity access set aside and put a task's (here: a fiber's) own set in its place.
+extern void swift_task_enterThreadLocalContext(char *state);
+extern void swift_task_exitThreadLocalContext(char *state);
+
+typedef void (*switch_function)(ucontext_t *from, ucontext_t *to);
+
+static void switch_with_swapcontext(ucontext_t *from, ucontext_t *to) {
+  if (swapcontext(from, to) != 0) abort();  // fails only for a corrupt context
+}
+
+static switch_function current_switch = switch_with_swapcontext;
+static int current_backend = 0;
+
+int cu_set_backend(int backend) {
+  if (backend != 0) return -1;
+  current_switch = switch_with_swapcontext;
+  current_backend = backend;
+  return 0;
+}
+
+int cu_backend(void) { return current_backend; }
+
+static void trampoline(unsigned int high, unsigned int low) {
+  cu_fiber *fiber = (cu_fiber *)(((uintptr_t)high << 32) | (uintptr_t)low);
+  fiber->entry(fiber->argument);
+  current_switch(&fiber->self, &fiber->resumer);
+  abort();  // a finished fiber is prepared again before it is resumed again
+}
+
+void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {
+  uintptr_t address = (uintptr_t)fiber;
+  fiber->entry = entry;
+  fiber->argument = argument;
+  fiber->exclusivity[0] = NULL;
+  fiber->exclusivity[1] = NULL;
+  makecontext(&fiber->self, (void (*)(void))trampoline, 2, (unsigned int)(address >> 32),
+              (unsigned int)(address & 0xffffffffu));
+}
+
+void cu_fiber_resume(cu_fiber *fiber) {
+  swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
+  current_switch(&fiber->resumer, &fiber->self);
+  swift_task_exitThreadLocalContext((char *)fiber->exclusivity);
+}
+
+void cu_fiber_suspend(cu_fiber *fiber) { current_switch(&fiber->self, &fiber->resumer); }

@@ -1,0 +1,20 @@
+// The fiber layout shared by the C files of the shim (never seen by Swift).
+#ifndef CU_FIBER_H
+#define CU_FIBER_H
+
+#include <ucontext.h>
+
+#include "cucontext.h"
+
+struct cu_fiber {
+  ucontext_t self;             // where the fiber's registers rest while it is suspended
+  ucontext_t resumer;          // where the resumer's registers rest while the fiber runs
+  void *exclusivity[2];        // the fiber's own Swift exclusivity access set
+  cu_fiber_entry entry;
+  void *argument;
+  void *mapping;               // start of the mmap'ed region (guard included)
+  size_t mapping_size;
+  size_t stack_size;
+};
+
+#endif

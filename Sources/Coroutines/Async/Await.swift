@@ -1,0 +1,114 @@
+/// Ends one wait of one coroutine: the first `resume` wins, later ones are ignored, and a
+/// resumer dropped without resuming unwinds the coroutine with `CancellationError` instead of
+/// leaving it parked forever.
+final class CoroutineResumer<T>: @unchecked Sendable {  // `Coroutine.claim` makes writes exclusive
+  private let coroutine: Coroutine
+  private let generation: UInt64
+  private let slot: UnsafeMutablePointer<Result<T, any Error>?>
+
+  init(coroutine: Coroutine, generation: UInt64, slot: UnsafeMutablePointer<Result<T, any Error>?>) {
+    self.coroutine = coroutine
+    self.generation = generation
+    self.slot = slot
+  }
+
+  /// Delivers `result` and wakes the coroutine, if this wait has not ended yet.
+  func resume(_ result: Result<T, any Error>) {
+    guard coroutine.claim(generation) else { return }
+    slot.pointee = result
+    coroutine.wake()
+  }
+
+  deinit {
+    if coroutine.claim(generation) { coroutine.wake() }
+  }
+}
+
+extension Coroutine {
+  /// Suspends this coroutine until `register`'s resumer is called (or cancellation ends the
+  /// wait), then returns the delivered value or throws the delivered error.
+  ///
+  /// Must run on this coroutine's own stack. The result is written straight into this frame,
+  /// so a wait allocates only the resumer.
+  func suspend<T>(_ register: (CoroutineResumer<T>) -> Void) throws -> T {
+    if isCancelled { throw CancellationError() }
+    var delivered: Result<T, any Error>? = nil
+    withUnsafeMutablePointer(to: &delivered) { slot in
+      let generation = armWait()
+      register(CoroutineResumer(coroutine: self, generation: generation, slot: slot))
+      park()
+    }
+    guard let delivered else { throw CancellationError() }
+    return try delivered.get()
+  }
+}
+
+/// Waits for `future` to settle, suspending the coroutine (never the thread), and returns its
+/// value or throws its error.
+///
+/// - Throws: The future's error; `CancellationError` at once if the coroutine is cancelled
+///   while waiting; ``CoroutineError/notInCoroutine`` outside a coroutine.
+public func co_await<T>(_ future: CoFuture<T>) throws -> T {
+  let coroutine = try Coroutine.requireCurrent()
+  if coroutine.isCancelled { throw CancellationError() }
+  if let settled = future.result { return try settled.get() }
+  return try coroutine.suspend { resumer in future.whenComplete(resumer.resume) }
+}
+
+/// Wraps a completion-handler API: calls `start` with a callback and suspends the coroutine
+/// until the callback is called. The callback is `@Sendable`: call it from any thread. A
+/// callback called again is ignored; a callback dropped
+/// without being called unwinds the coroutine with `CancellationError`.
+///
+/// ```swift
+/// let data: Data = try co_await { done in
+///   client.get(url) { data, error in done(Result { try unwrap(data, error) }) }
+/// }
+/// ```
+///
+/// - Throws: The error delivered to the callback; `CancellationError` if the coroutine is
+///   cancelled while waiting; ``CoroutineError/notInCoroutine`` outside a coroutine.
+public func co_await<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> Void) -> Void)
+  throws -> T
+{
+  let coroutine = try Coroutine.requireCurrent()
+  return try coroutine.suspend { resumer in start { resumer.resume($0) } }
+}
+
+/// Runs `work` on `scheduler` and comes back: the coroutine itself moves there, runs `work`
+/// (which may suspend too) and returns to its own scheduler, even when `work` throws.
+///
+/// - Throws: What `work` throws; `CancellationError` if the coroutine was cancelled before it
+///   left; ``CoroutineError/notInCoroutine`` outside a coroutine.
+public func co_await<T>(on scheduler: any CoroutineScheduler, _ work: @escaping () throws -> T)
+  throws -> T
+{
+  let coroutine = try Coroutine.requireCurrent()
+  if coroutine.isCancelled { throw CancellationError() }
+  let origin = coroutine.scheduler
+  if origin === scheduler { return try work() }
+  coroutine.hop(to: scheduler)
+  defer { coroutine.hop(to: origin) }
+  return try work()
+}
+
+/// Suspends the coroutine for `seconds` on its scheduler's clock; never blocks the thread. A
+/// delay of zero or less still lets other jobs run first.
+///
+/// - Throws: `CancellationError` at once if the coroutine is cancelled while waiting;
+///   ``CoroutineError/notInCoroutine`` outside a coroutine.
+public func co_delay(_ seconds: Double) throws {
+  let coroutine = try Coroutine.requireCurrent()
+  var timer: (any CoroutineTimer)?
+  defer { timer?.cancel() }
+  let _: Void = try coroutine.suspend { resumer in
+    timer = coroutine.scheduler.schedule(after: seconds) { resumer.resume(.success(())) }
+  }
+}
+
+/// True inside a coroutine that has not been cancelled; false once it is cancelled, and
+/// outside any coroutine.
+public func co_isActive() -> Bool {
+  guard let coroutine = Coroutine.current else { return false }
+  return !coroutine.isCancelled
+}

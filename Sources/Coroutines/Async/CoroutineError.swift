@@ -1,0 +1,36 @@
+import Glibc
+
+/// Errors the coroutine runtime throws. Cancellation uses Swift's own `CancellationError`.
+public enum CoroutineError: Error, Equatable, CustomStringConvertible {
+  /// A call that suspends (`co_await(_:)`, ``co_delay(_:)``, …) was made outside a
+  /// coroutine.
+  case notInCoroutine
+  /// A channel was closed: sending is refused, and receiving once it is drained.
+  case channelClosed
+  /// An actor was stopped before it answered the message.
+  case actorStopped
+  /// A timeout passed before the awaited value arrived.
+  case timedOut
+  /// The task was cancelled before its coroutine ever ran, so its body never started.
+  case cancelledBeforeStart
+  /// The kernel refused to map a coroutine stack of `size` bytes (`errno` says why).
+  ///
+  /// Each guarded stack costs two memory mappings and Linux allows about 65 530 per process
+  /// (`vm.max_map_count`), so dedicated stacks stop near 32 700 live coroutines.
+  case stackAllocationFailed(size: Int, errno: Int32)
+
+  /// A sentence that names the problem and, where there is one, the limit behind it.
+  public var description: String {
+    switch self {
+    case .notInCoroutine: "this call suspends a coroutine, and was made outside any coroutine"
+    case .channelClosed: "the channel is closed"
+    case .actorStopped: "the actor was stopped before it answered"
+    case .timedOut: "the operation timed out"
+    case .cancelledBeforeStart: "the task was cancelled before its coroutine started"
+    case .stackAllocationFailed(let size, let code):
+      "could not map a \(size)-byte coroutine stack (\(String(cString: strerror(code)))): each "
+        + "stack takes two memory mappings and vm.max_map_count (about 65 530) allows about "
+        + "32 700 live coroutines with dedicated stacks"
+    }
+  }
+}

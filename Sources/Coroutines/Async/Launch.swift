@@ -1,0 +1,51 @@
+import CUContext
+
+/// Starts a stackful coroutine running `body` and returns its task.
+///
+/// - Parameters:
+///   - scheduler: Where the coroutine runs and resumes. By default: inside a coroutine, that
+///     coroutine's scheduler; outside, the loop the calling thread is running, else
+///     ``CoroutineLoop/main``.
+///   - name: A name for diagnostics.
+///   - stackSize: Bytes of stack, from ``CoroutineStack/minimumSize`` to
+///     ``CoroutineStack/maximumSize``; ``CoroutineStack/defaultSize`` when `nil`. A size out of
+///     range stops the program with a message naming it.
+///   - body: The coroutine's code. It may suspend with `co_await`, ``co_delay(_:)`` and the
+///     rest; a thrown error rejects the task and never crashes the process.
+/// - Returns: The task: await it, observe it, or cancel it.
+@discardableResult
+public func co_launch<T>(
+  on scheduler: (any CoroutineScheduler)? = nil,
+  name: String? = nil,
+  stackSize: Int? = nil,
+  _ body: @escaping () throws -> T
+) -> CoTask<T> {
+  if let stackSize { CoroutineStack.validate(stackSize, in: "co_launch(stackSize:)") }
+  let size = roundedToPages(stackSize ?? CoroutineStack.defaultSize)
+  let target = scheduler ?? defaultScheduler()
+  let box = TaskBox<T>()
+  let coroutine = Coroutine(scheduler: target, name: name, stackSize: size) {
+    let outcome = Result { try body() }
+    return { box.task?.settle(outcome) }
+  }
+  let task = CoTask<T>(name: name, coroutine: coroutine)
+  box.task = task
+  coroutine.launch { error in task.settle(.failure(error)) }
+  return task
+}
+
+/// Lets the coroutine's body reach the task that is created after the coroutine. The cycle it
+/// makes (task → coroutine → body → task) is broken when the coroutine finishes.
+private final class TaskBox<T>: @unchecked Sendable {  // written once, before the coroutine starts
+  var task: CoTask<T>?
+}
+
+/// The scheduler for a coroutine launched without one.
+func defaultScheduler() -> any CoroutineScheduler {
+  Coroutine.current?.home ?? CoroutineLoop.current ?? CoroutineLoop.main
+}
+
+private func roundedToPages(_ size: Int) -> Int {
+  let page = cu_page_size()
+  return (size + page - 1) / page * page
+}

@@ -1,0 +1,228 @@
+import CUContext
+import Synchronization
+
+/// The runtime's record of one stackful coroutine: its fiber, its state and its scheduler.
+///
+/// The lifecycle (see ``CoroutineState``) and the wait word are atomics shared with wakers on
+/// other threads; every other field is touched only by the thread currently driving the
+/// coroutine, and the switch that hands it over orders those accesses.
+final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics; see above
+  /// Why control came back from the fiber to its resumer.
+  private enum Exit { case park, reschedule, finish }
+
+  let name: String?
+  let stackSize: Int
+  /// Where the coroutine belongs; `CoroutineLoop.run` waits for the coroutines of its loop.
+  let home: any CoroutineScheduler
+  /// Where the coroutine resumes now: `home`, except while it hops for `co_await(on:)`.
+  private(set) var scheduler: any CoroutineScheduler {
+    didSet { loop = scheduler as? CoroutineLoop }
+  }
+  private var loop: CoroutineLoop?
+
+  private let state: Atomic<CoroutineState>
+  /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
+  private let waitWord = Atomic<UInt64>(0)
+  private let cancelled = Atomic<Bool>(false)
+
+  private var fiber: OpaquePointer?
+  private var exit = Exit.finish
+  private var body: (() -> (() -> Void))?
+  private var completion: (() -> Void)?
+
+  /// Creates a coroutine that runs `body` on `scheduler`; nothing runs until `start()`.
+  /// `body` returns the closure that publishes its outcome, called once the coroutine is off
+  /// its stack; `abandon` publishes an error instead when the body never runs.
+  init(
+    scheduler: any CoroutineScheduler, name: String?, stackSize: Int,
+    body: @escaping () -> (() -> Void)
+  ) {
+    self.name = name
+    self.stackSize = stackSize
+    self.home = scheduler
+    self.scheduler = scheduler
+    self.loop = scheduler as? CoroutineLoop
+    self.state = Atomic(.created)
+    self.body = body
+    CoroutineRegistry.coroutineCreated(on: scheduler)
+  }
+
+  deinit {
+    precondition(fiber == nil, "a coroutine was destroyed while its stack was in use")
+  }
+
+  /// The coroutine running on this thread, if any.
+  static var current: Coroutine? {
+    guard let pointer = cu_tls_current_coroutine() else { return nil }
+    return Unmanaged<Coroutine>.fromOpaque(pointer).takeUnretainedValue()
+  }
+
+  /// The current coroutine, or `CoroutineError.notInCoroutine`.
+  static func requireCurrent() throws(CoroutineError) -> Coroutine {
+    guard let coroutine = current else { throw .notInCoroutine }
+    return coroutine
+  }
+
+  /// The lifecycle state right now (a snapshot: other threads may change it).
+  var currentState: CoroutineState { state.load(ordering: .acquiring) }
+
+  var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
+
+  // MARK: Scheduling
+
+  /// Asks the scheduler to run the coroutine for the first time.
+  func launch(failing fail: @escaping @Sendable (CoroutineError) -> Void) {
+    let job: @Sendable () -> Void = { self.start(failing: fail) }
+    scheduler.schedule(job)
+  }
+
+  private func start(failing fail: (CoroutineError) -> Void) {
+    if isCancelled {
+      transition(.finish)
+      body = nil
+      CoroutineRegistry.coroutineFinished(on: home)
+      fail(.cancelledBeforeStart)
+      return
+    }
+    do {
+      let fiber = try StackPool.shared.take(size: stackSize)
+      self.fiber = fiber
+      cu_fiber_prepare(fiber, coroutineEntry, Unmanaged.passUnretained(self).toOpaque())
+    } catch {
+      transition(.finish)
+      body = nil
+      CoroutineRegistry.coroutineFinished(on: home)
+      fail(error)
+      return
+    }
+    transition(.start)
+    switchIn()
+  }
+
+  /// Runs the coroutine on this thread until it parks, reschedules or finishes.
+  func resume() {
+    transition(.resume)
+    switchIn()
+  }
+
+  private func enqueueResume() {
+    if let loop {
+      loop.enqueue(self)
+    } else {
+      scheduler.schedule { self.resume() }
+    }
+  }
+
+  private func switchIn() {
+    let previous = cu_tls_current_coroutine()
+    cu_tls_set_current_coroutine(Unmanaged.passUnretained(self).toOpaque())
+    cu_fiber_resume(fiber!)
+    cu_tls_set_current_coroutine(previous)
+    switch exit {
+    case .park:
+      // Off its stack now: either park it, or honour a wake-up that came while it left.
+      if !compareAndSwap(.running, .suspended) {
+        transition(.park)  // woken early → scheduled
+        enqueueResume()
+      }
+    case .reschedule:
+      transition(.reschedule)
+      enqueueResume()
+    case .finish:
+      transition(.finish)
+      StackPool.shared.give(fiber!, size: stackSize)
+      fiber = nil
+      let publish = completion
+      completion = nil
+      CoroutineRegistry.coroutineFinished(on: home)
+      publish?()
+    }
+  }
+
+  /// The body, on the coroutine's own stack.
+  fileprivate func runBody() {
+    let body = self.body
+    self.body = nil
+    completion = body?()
+    exit = .finish
+  }
+
+  // MARK: Waiting (called on the coroutine's own stack)
+
+  /// Arms a new wait and returns its generation; a waker holding it may wake the coroutine once.
+  func armWait() -> UInt64 {
+    let generation = (waitWord.load(ordering: .relaxed) >> 1) &+ 1
+    waitWord.store(generation << 1 | 1, ordering: .releasing)
+    return generation
+  }
+
+  /// Switches out until the armed wait is claimed and woken; returns at once if it already was.
+  func park() {
+    if compareAndSwap(.wokenEarly, .running) { return }
+    exit = .park
+    cu_fiber_suspend(fiber!)
+  }
+
+  /// Switches out and lets the scheduler run the coroutine again, on `target` from now on.
+  func hop(to target: any CoroutineScheduler) {
+    scheduler = target
+    exit = .reschedule
+    cu_fiber_suspend(fiber!)
+  }
+
+  // MARK: Waking (any thread)
+
+  /// Claims the wait of `generation`; only one claim per wait succeeds.
+  func claim(_ generation: UInt64) -> Bool {
+    waitWord.compareExchange(
+      expected: generation << 1 | 1, desired: generation << 1, ordering: .acquiringAndReleasing
+    ).exchanged
+  }
+
+  /// Wakes the coroutine after a successful `claim`.
+  func wake() {
+    while true {
+      if compareAndSwap(.suspended, .scheduled) {
+        enqueueResume()
+        return
+      }
+      if compareAndSwap(.running, .wokenEarly) { return }
+      let now = state.load(ordering: .acquiring)
+      preconditionFailure("a \(now) coroutine cannot be woken")
+    }
+  }
+
+  /// Marks the coroutine cancelled and ends its pending wait, which then throws
+  /// `CancellationError`.
+  func cancel() {
+    guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    let word = waitWord.load(ordering: .acquiring)
+    if word & 1 == 1, claim(word >> 1) { wake() }
+  }
+
+  // MARK: State
+
+  private func compareAndSwap(_ expected: CoroutineState, _ desired: CoroutineState) -> Bool {
+    state.compareExchange(expected: expected, desired: desired, ordering: .acquiringAndReleasing)
+      .exchanged
+  }
+
+  /// Applies `event`; an illegal event is a bug in the runtime and stops the process.
+  private func transition(_ event: CoroutineState.Event) {
+    let current = state.load(ordering: .acquiring)
+    do {
+      let next = try current.applying(event)
+      guard compareAndSwap(current, next) else {
+        preconditionFailure("coroutine state changed under \(event) from \(current)")
+      }
+    } catch {
+      preconditionFailure("coroutine \(name ?? "(unnamed)"): \(error)")
+    }
+  }
+}
+
+/// The first frame of every coroutine, called by the C trampoline on the new stack. It returns
+/// to the trampoline once the body is done, so no Swift frame is left on the stack.
+private let coroutineEntry: cu_fiber_entry = { argument in
+  Unmanaged<Coroutine>.fromOpaque(argument!).takeUnretainedValue().runBody()
+}

@@ -1,0 +1,207 @@
+import CUContext
+import Foundation
+import Synchronization
+
+/// A single-threaded scheduler: jobs run one at a time, in the order they were scheduled, with
+/// timers in deadline order, on whichever thread is inside ``run()``.
+///
+/// Command-line programs and tests start with ``run(_:)``:
+///
+/// ```swift
+/// let answer = try CoroutineLoop.run {
+///   try co_delay(0.01)
+///   return 42
+/// }
+/// ```
+///
+/// Jobs and wake-ups may come from any thread; jobs scheduled from the loop's own thread take
+/// no lock.
+public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unchecked Sendable {
+  // `remoteJobs`, `remoteTimers` and `sleeping` are behind `lock`; `localJobs` and `timers` are
+  // touched only by the thread inside `run()`; the counters are atomics.
+
+  /// The process's main loop. ``run(_:)`` drives it when called on the main thread; jobs
+  /// scheduled on it before that wait for it.
+  public static let main = CoroutineLoop()
+
+  /// The loop the calling thread is running, if any.
+  public static var current: CoroutineLoop? {
+    guard let pointer = cu_tls_current_loop() else { return nil }
+    return Unmanaged<CoroutineLoop>.fromOpaque(pointer).takeUnretainedValue()
+  }
+
+  private let lock = ConditionLock()
+  private var remoteJobs = JobQueue()
+  private var remoteTimers: [LoopTimer] = []
+  private var sleeping = false
+  private var localJobs = JobQueue()
+  private var timers = TimerHeap()
+  private let pendingTimers = Atomic<Int>(0)
+  private let liveCoroutines = Atomic<Int>(0)
+  private let timerSequence = Atomic<UInt64>(0)
+  private let running = Atomic<Bool>(false)
+
+  /// Creates a loop. Nothing runs until a thread calls ``run()``.
+  public init() {}
+
+  private var isCurrent: Bool {
+    cu_tls_current_loop() == Unmanaged.passUnretained(self).toOpaque()
+  }
+
+  /// True while some thread is inside ``run()``.
+  public var isRunning: Bool { running.load(ordering: .acquiring) }
+
+  // MARK: Scheduling
+
+  /// Queues `job` to run after the jobs already queued.
+  public func schedule(_ job: @escaping @Sendable () -> Void) {
+    enqueue(.closure(job))
+  }
+
+  /// Queues a coroutine's resumption without allocating a closure.
+  func enqueue(_ coroutine: Coroutine) {
+    enqueue(.resume(coroutine))
+  }
+
+  private func enqueue(_ job: LoopJob) {
+    if isCurrent {
+      localJobs.append(job)
+      return
+    }
+    lock.withLock {
+      remoteJobs.append(job)
+      if sleeping { lock.signal() }
+    }
+  }
+
+  /// Runs `job` on this loop once `seconds` have passed on the monotonic clock.
+  public func schedule(after seconds: Double, _ job: @escaping @Sendable () -> Void)
+    -> any CoroutineTimer
+  {
+    let delay = nanoseconds(fromSeconds: seconds, in: "CoroutineLoop.schedule(after:)")
+    pendingTimers.add(1, ordering: .relaxed)
+    let timer = LoopTimer(
+      deadline: monotonicNanoseconds() &+ delay,
+      sequence: timerSequence.add(1, ordering: .relaxed).newValue,
+      job: job,
+      onCancel: { [weak self] in
+        guard let self else { return }
+        self.pendingTimers.subtract(1, ordering: .relaxed)
+        self.wakeUpIfElsewhere()
+      })
+    if isCurrent {
+      timers.insert(timer)
+    } else {
+      lock.withLock {
+        remoteTimers.append(timer)
+        if sleeping { lock.signal() }
+      }
+    }
+    return timer
+  }
+
+  // MARK: Accounting
+
+  func coroutineCreated() { liveCoroutines.add(1, ordering: .relaxed) }
+
+  func coroutineFinished() {
+    liveCoroutines.subtract(1, ordering: .releasing)
+    wakeUpIfElsewhere()
+  }
+
+  private func wakeUpIfElsewhere() {
+    guard !isCurrent else { return }
+    lock.withLock {
+      if sleeping { lock.signal() }
+    }
+  }
+
+  // MARK: Running
+
+  /// Runs the loop on the calling thread until it is idle: no job queued, no timer pending and
+  /// no coroutine of this loop left unfinished. While coroutines wait for other threads, the
+  /// thread sleeps rather than spins.
+  ///
+  /// A loop runs on one thread at a time; calling this while another thread runs the same loop
+  /// stops the program with a message.
+  public func run() {
+    precondition(
+      !running.exchange(true, ordering: .acquiringAndReleasing),
+      "CoroutineLoop.run(): this loop is already running on another thread")
+    let previous = cu_tls_current_loop()
+    cu_tls_set_current_loop(Unmanaged.passUnretained(self).toOpaque())
+    defer {
+      cu_tls_set_current_loop(previous)
+      running.store(false, ordering: .releasing)
+    }
+    while true {
+      takeRemoteWork()
+      fireDueTimers()
+      runQueuedJobs()
+      if !localJobs.isEmpty { continue }
+      if !waitForWork() { break }
+    }
+    timers = TimerHeap()
+  }
+
+  private func takeRemoteWork() {
+    lock.withLock {
+      localJobs.takeAll(from: &remoteJobs)
+      for timer in remoteTimers { timers.insert(timer) }
+      remoteTimers.removeAll(keepingCapacity: true)
+    }
+  }
+
+  private func fireDueTimers() {
+    guard !timers.isEmpty else { return }
+    let now = monotonicNanoseconds()
+    while let first = timers.first, first.deadline <= now || first.isCancelled {
+      _ = timers.removeFirst()
+      if first.claimForFiring() {
+        pendingTimers.subtract(1, ordering: .relaxed)
+        localJobs.append(.closure(first.job))
+      }
+    }
+  }
+
+  /// Runs the jobs queued at the start of this turn; jobs they queue wait for the next turn, so
+  /// timers and other threads' jobs are never starved.
+  private func runQueuedJobs() {
+    var remaining = localJobs.count
+    while remaining > 0, let job = localJobs.popFirst() {
+      job.run()
+      remaining -= 1
+    }
+  }
+
+  /// Sleeps until there is work; returns false when the loop is idle and should end.
+  private func waitForWork() -> Bool {
+    while let first = timers.first, first.isCancelled { _ = timers.removeFirst() }
+    lock.lock()
+    defer { lock.unlock() }
+    guard remoteJobs.isEmpty, remoteTimers.isEmpty else { return true }
+    if liveCoroutines.load(ordering: .acquiring) == 0, pendingTimers.load(ordering: .acquiring) == 0 {
+      return false
+    }
+    sleeping = true
+    lock.wait(until: timers.first?.deadline)
+    sleeping = false
+    return true
+  }
+
+  /// Runs `body` in a coroutine on a loop driven by the calling thread, until that coroutine
+  /// and every other coroutine of the loop have finished and no timer is pending. Returns the
+  /// body's value or rethrows its error.
+  ///
+  /// On the main thread this drives ``main``; on any other thread a fresh loop, so several
+  /// threads (parallel tests, say) may each be inside `run` at once.
+  public static func run<T>(_ body: @escaping () throws -> T) throws -> T {
+    let loop = Thread.isMainThread && !main.isRunning ? main : CoroutineLoop()
+    let task = co_launch(on: loop, name: "CoroutineLoop.run", body)
+    loop.run()
+    guard let result = task.result else {
+      preconditionFailure("CoroutineLoop.run: the loop went idle before its body finished")
+    }
+    return try result.get()
+  }
+}
