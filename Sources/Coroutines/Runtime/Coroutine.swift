@@ -8,7 +8,10 @@ import Synchronization
 /// coroutine, and the switch that hands it over orders those accesses.
 final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics; see above
   /// Why control came back from the fiber to its resumer.
-  private enum Exit { case park, reschedule, finish }
+  private enum Exit { case park, reschedule, handBack, finish }
+
+  /// What a coroutine run inline did when control came back (see `runInline()`).
+  enum InlineOutcome { case handedBack, parked, finished }
 
   let name: String?
   let stackSize: Int
@@ -105,6 +108,26 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     switchIn()
   }
 
+  /// Runs the coroutine on the calling thread, without its scheduler: starts it if it was
+  /// created, or resumes it after `handBack()`. Returns what it did when control came back.
+  /// Generators drive their producer this way.
+  func runInline() throws(CoroutineError) -> InlineOutcome {
+    if currentState == .created {
+      let fiber = try StackPool.shared.take(size: stackSize)
+      self.fiber = fiber
+      cu_fiber_prepare(fiber, coroutineEntry, Unmanaged.passUnretained(self).toOpaque())
+      transition(.start)
+    } else {
+      transition(.resume)
+    }
+    let exitReason = switchIn()
+    switch exitReason {
+    case .handBack: return .handedBack
+    case .finish: return .finished
+    case .park, .reschedule: return .parked
+    }
+  }
+
   private func enqueueResume() {
     if let loop {
       loop.enqueue(self)
@@ -113,12 +136,15 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     }
   }
 
-  private func switchIn() {
+  @discardableResult
+  private func switchIn() -> Exit {
     let previous = cu_tls_current_coroutine()
     cu_tls_set_current_coroutine(Unmanaged.passUnretained(self).toOpaque())
     cu_fiber_resume(fiber!)
     cu_tls_set_current_coroutine(previous)
-    switch exit {
+    // Read once: after parking, another thread may resume the coroutine and change `exit`.
+    let reason = exit
+    switch reason {
     case .park:
       // Off its stack now: either park it, or honour a wake-up that came while it left.
       if !compareAndSwap(.running, .suspended) {
@@ -136,7 +162,10 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       completion = nil
       CoroutineRegistry.coroutineFinished(on: home)
       publish?()
+    case .handBack:
+      transition(.reschedule)  // ready to be run inline again; nothing is enqueued
     }
+    return reason
   }
 
   /// The body, on the coroutine's own stack.
@@ -167,6 +196,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   func hop(to target: any CoroutineScheduler) {
     scheduler = target
     exit = .reschedule
+    cu_fiber_suspend(fiber!)
+  }
+
+  /// Switches back to whoever ran the coroutine inline (`runInline()`), leaving it ready to be
+  /// run inline again.
+  func handBack() {
+    exit = .handBack
     cu_fiber_suspend(fiber!)
   }
 
