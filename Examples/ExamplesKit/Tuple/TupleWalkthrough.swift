@@ -1,0 +1,5 @@
+/// Placeholder.
+public enum TupleWalkthrough {
+  /// Placeholder.
+  public static let walkthrough = Walkthrough(name: "TupleWalkthrough", summary: "todo") { _ in }
+}
