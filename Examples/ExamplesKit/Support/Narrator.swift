@@ -47,8 +47,10 @@ public final class Narrator: Sendable {
   /// Every message said or shown so far, without stamps.
   public var messages: [String] { recorded.value }
 
-  /// "loop" on a thread that runs a `CoroutineLoop`, "background" elsewhere.
+  /// "loop" on a thread that runs a `CoroutineLoop`, "main" on the main thread outside any
+  /// loop, "background" elsewhere.
   static var threadKind: String {
-    CoroutineLoop.current != nil ? "loop" : "background"
+    if CoroutineLoop.current != nil { return "loop" }
+    return Thread.isMainThread ? "main" : "background"
   }
 }
