@@ -56,33 +56,33 @@ import Testing
   }
 
   @Test func awaitOnAnotherSchedulerRunsThereAndComesBack() throws {
-    let threads = try CoroutineLoop.run { () -> [pthread_t] in
-      let before = pthread_self()
-      let during = try co_await(on: DispatchQueue(label: "elsewhere")) { pthread_self() }
-      return [before, during, pthread_self()]
+    let threads = try CoroutineLoop.run { () -> [ObjectIdentifier] in
+      let before = threadID()
+      let during = try co_await(on: DispatchQueue(label: "elsewhere")) { threadID() }
+      return [before, during, threadID()]
     }
-    #expect(pthread_equal(threads[0], threads[1]) == 0)  // it really moved threads
-    #expect(pthread_equal(threads[0], threads[2]) != 0)  // and came home
+    #expect(threads[0] != threads[1])  // it really moved threads
+    #expect(threads[0] == threads[2])  // and came home
   }
 
   @Test func aCoroutineResumesOnItsOwnSchedulerWhoeverSettles() throws {
     let sameThread = try CoroutineLoop.run { () -> Bool in
-      let loopThread = pthread_self()
+      let loopThread = threadID()
       let promise = CoPromise<Int>()
       DispatchQueue.global().async { promise.fulfill(1) }  // settled on a worker thread
       _ = try co_await(promise)
-      return pthread_equal(loopThread, pthread_self()) != 0
+      return loopThread == threadID()
     }
     #expect(sameThread)
   }
 
   @Test func anErrorThrownOnTheOtherSchedulerStillComesHome() throws {
     let cameHome = try CoroutineLoop.run { () -> Bool in
-      let loopThread = pthread_self()
+      let loopThread = threadID()
       do {
         try co_await(on: DispatchQueue.global()) { throw Failure() }
       } catch is Failure {}
-      return pthread_equal(loopThread, pthread_self()) != 0
+      return loopThread == threadID()
     }
     #expect(cameHome)
   }

@@ -37,11 +37,11 @@ import Testing
 
   @Test func cancellingFromAnotherThreadWakesTheCoroutineOnItsScheduler() throws {
     let resumedOnLoop = try CoroutineLoop.run { () -> Bool in
-      let loopThread = pthread_self()
+      let loopThread = threadID()
       let onLoop = Atomic<Bool>(false)
       let task = co_launch { () -> Void in
         do { _ = try co_await(CoPromise<Int>()) } catch {}
-        onLoop.store(pthread_equal(loopThread, pthread_self()) != 0, ordering: .relaxed)
+        onLoop.store(loopThread == threadID(), ordering: .relaxed)
       }
       try co_delay(0.001)
       DispatchQueue.global().async { task.cancel() }

@@ -116,10 +116,3 @@ import Testing
     #expect(Date().timeIntervalSince(started) < 20)
   }
 }
-
-/// A thread-safe list for recording what happened, in order.
-final class Log: Sendable {
-  private let storage = Mutex<[Int]>([])
-  func append(_ value: Int) { storage.withLock { $0.append(value) } }
-  var values: [Int] { storage.withLock { $0 } }
-}

@@ -34,15 +34,15 @@ import Testing
     let counter = Counter()
     let movedThreads = try CoroutineLoop.run { () -> Bool in
       let coroutine = try #require(Coroutine.current)
-      let loopThread = pthread_self()
+      let loopThread = threadID()
       var endedOn = loopThread
       Self.mutate(&counter.value) {
         coroutine.hop(to: DispatchQueue(label: "other thread"))  // the open access moves along
-        endedOn = pthread_self()
+        endedOn = threadID()
       }  // …and ends here, on the queue's thread
       coroutine.hop(to: coroutine.home)
       counter.value += 1  // the loop thread's list was left intact
-      return pthread_equal(loopThread, endedOn) == 0
+      return loopThread != endedOn
     }
     #expect(movedThreads)
     #expect(counter.value == 2)
