@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SOURCES := Sources Tests Examples Package.swift
 
-.PHONY: build test examples format lint clean
+.PHONY: build test examples docs format lint clean
 
 build:
 	$(SWIFT) build
@@ -12,6 +12,16 @@ test:
 
 examples:
 	$(SWIFT) run examples
+
+# DocC with the toolchain's docc and symbol graphs of the debug build: no package dependency.
+DOCC ?= docc
+docs:
+	$(SWIFT) package dump-symbol-graph --minimum-access-level public > /dev/null
+	rm -rf .build/docs-symbols && mkdir -p .build/docs-symbols
+	cp "$$($(SWIFT) build --show-bin-path)"/../symbolgraph/Coroutines*.symbols.json .build/docs-symbols/
+	$(DOCC) convert Docs/Coroutines.docc --additional-symbol-graph-dir .build/docs-symbols \
+	  --fallback-display-name Coroutines --fallback-bundle-identifier org.swift-coroutines.Coroutines \
+	  --output-path .build/docs
 
 format:
 	$(SWIFT) format format --in-place --recursive $(SOURCES)

@@ -91,7 +91,7 @@ public enum ConcurrencyWalkthrough {
   {
     CoroutineStack.drainPool()
     let device = SimulatedDevice(latency: configuration.waitSeconds)
-    let threadIDs = Locked<Set<UInt>>([])
+    let threadIDs = Locked<Set<ObjectIdentifier>>([])
     let completed = Locked(0)
     let sampler = MemorySampler()
     let start = DispatchTime.now()
@@ -100,7 +100,7 @@ public enum ConcurrencyWalkthrough {
         co_launch(stackSize: configuration.stackSize) {
           for _ in 0..<configuration.waitsPerTask {
             let _: Void = try co_await { done in device.request { done(.success(())) } }
-            let me = UInt(pthread_self())
+            let me = ObjectIdentifier(Thread.current)
             threadIDs.withLock { _ = $0.insert(me) }
           }
           completed.withLock { $0 += 1 }
@@ -124,7 +124,7 @@ public enum ConcurrencyWalkthrough {
         DidNotRun(description: "over the \(grouped(configuration.threadCap))-thread cap"))
     }
     let device = SimulatedDevice(latency: configuration.waitSeconds)
-    let threadIDs = Locked<Set<UInt>>([])
+    let threadIDs = Locked<Set<ObjectIdentifier>>([])
     let completed = Locked(0)
     let sampler = MemorySampler()
     let start = DispatchTime.now()
@@ -133,7 +133,7 @@ public enum ConcurrencyWalkthrough {
     ) { _ in
       for _ in 0..<configuration.waitsPerTask {
         device.blockingRequest()
-        let me = UInt(pthread_self())
+        let me = ObjectIdentifier(Thread.current)
         threadIDs.withLock { _ = $0.insert(me) }
       }
       completed.withLock { $0 += 1 }
