@@ -29,7 +29,8 @@ public enum ConcurrencyWalkthrough {
   public struct Measurement: Sendable, Equatable {
     /// Wall-clock seconds from the first task started to the last finished.
     public let seconds: Double
-    /// Distinct threads that ran task code.
+    /// Threads that ran task code: the distinct threads coroutines resumed on (the loop's
+    /// threads stay alive, so each counts once), or the threads started.
     public let threads: Int
     /// Peak growth of resident memory, in bytes.
     public let peakMemory: Int
@@ -74,13 +75,13 @@ public enum ConcurrencyWalkthrough {
   public static func run(_ configuration: Configuration, narrator: Narrator) throws -> [Row] {
     try configuration.sizes.map { tasks in
       let coroutines = try measureCoroutines(tasks, configuration)
-      narrator.say("\(tasks) tasks as coroutines: \(describe(coroutines))")
+      narrator.say("\(grouped(tasks)) tasks as coroutines: \(describe(coroutines))")
       let threads = measureThreads(tasks, configuration)
       switch threads {
       case .success(let measurement):
-        narrator.say("\(tasks) tasks as threads:    \(describe(measurement))")
+        narrator.say("\(grouped(tasks)) tasks as threads:    \(describe(measurement))")
       case .failure(let reason):
-        narrator.say("\(tasks) tasks as threads:    did not run (\(reason))")
+        narrator.say("\(grouped(tasks)) tasks as threads:    did not run (\(reason))")
       }
       return Row(tasks: tasks, coroutines: coroutines, threads: threads)
     }
@@ -124,7 +125,6 @@ public enum ConcurrencyWalkthrough {
         DidNotRun(description: "over the \(grouped(configuration.threadCap))-thread cap"))
     }
     let device = SimulatedDevice(latency: configuration.waitSeconds)
-    let threadIDs = Locked<Set<ObjectIdentifier>>([])
     let completed = Locked(0)
     let sampler = MemorySampler()
     let start = DispatchTime.now()
@@ -133,8 +133,6 @@ public enum ConcurrencyWalkthrough {
     ) { _ in
       for _ in 0..<configuration.waitsPerTask {
         device.blockingRequest()
-        let me = ObjectIdentifier(Thread.current)
-        threadIDs.withLock { _ = $0.insert(me) }
       }
       completed.withLock { $0 += 1 }
     }
@@ -147,7 +145,7 @@ public enum ConcurrencyWalkthrough {
     }
     return .success(
       Measurement(
-        seconds: seconds(since: start), threads: threadIDs.value.count, peakMemory: peak,
+        seconds: seconds(since: start), threads: started, peakMemory: peak,
         completedTasks: completed.value))
   }
 
@@ -177,7 +175,12 @@ public enum ConcurrencyWalkthrough {
       + " stacks: \(configuration.stackSize / 1024) KiB reserved on both sides;"
     let note2 =
       "  peak memory: growth of resident memory during the run (kernel thread stacks not included)"
-    return [header1, header2] + lines + [note, note2]
+    #if DEBUG
+      let build = "  a debug build: `swift run -c release examples concurrency` for release numbers"
+    #else
+      let build = "  a release build"
+    #endif
+    return [header1, header2] + lines + [note, note2, build]
   }
 
   private static func describe(_ measurement: Measurement) -> String {
