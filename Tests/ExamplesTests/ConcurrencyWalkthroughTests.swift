@@ -30,6 +30,18 @@ import Testing
     #expect(table.contains { $0.contains("did not run: over the 10-thread cap") })
   }
 
+  /// Thousands of coroutines woken from Dispatch threads, and a thread side capped at zero.
+  @Test func thousandsOfCoroutinesAllFinish() throws {
+    var configuration = ConcurrencyWalkthrough.Configuration()
+    configuration.sizes = [2_000]
+    configuration.waitsPerTask = 3
+    configuration.threadCap = 0
+    let rows = try ConcurrencyWalkthrough.run(configuration, narrator: .silent())
+    #expect(rows[0].coroutines.completedTasks == 2_000)
+    #expect(rows[0].coroutines.threads == 1)
+    #expect(throws: ConcurrencyWalkthrough.DidNotRun.self) { try rows[0].threads.get() }
+  }
+
   @Test func everyWaitReachesTheDevice() {
     let device = SimulatedDevice(latency: 0)
     let result = ThreadRunner.run(count: 4, stackSize: 256 * 1024) { _ in device.blockingRequest() }
