@@ -104,6 +104,26 @@ import Testing
     #expect(try task.result?.get() == 210)
   }
 
+  @Test func wakeUpsRacingTheSwitchOutAreNeitherLostNorDoubled() throws {
+    // Promises settled on worker threads while their coroutines are still switching out: the
+    // waker sees the coroutine running, then parked, and must still wake it exactly once.
+    let total = try CoroutineLoop.run { () -> Int in
+      let tasks = (0..<2_000).map { index in
+        co_launch { () -> Int in
+          var sum = 0
+          for round in 0..<5 {
+            let promise = CoPromise<Int>()
+            DispatchQueue.global().async { promise.fulfill(index + round) }
+            sum += try co_await(promise)
+          }
+          return sum
+        }
+      }
+      return try tasks.reduce(0) { $0 + (try $1.await()) }
+    }
+    #expect(total == (0..<2_000).reduce(0) { $0 + 5 * $1 + 10 })
+  }
+
   @Test func delaysWaitOnTheSchedulersClock() throws {
     let elapsed = try CoroutineLoop.run { () -> Double in
       let start = Date()
