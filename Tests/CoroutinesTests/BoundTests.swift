@@ -140,6 +140,55 @@ import Testing
     #expect("\(CoBound(1, on: loop))".hasSuffix("on CoroutineTestLoop(seed: 3, now: 0.0)"))
   }
 
+  // MARK: The samples of BoundObjects.md
+
+  @Test func aCoroutineTakesAnAppleFromTheDatabaseQueue() throws {
+    let database = DispatchQueue(label: "database")
+    let stock = CoBound(["apples": 3], on: database, name: "stock")
+    let left = try CoroutineLoop.run {
+      try stock.withValue { stock -> Int in
+        stock["apples", default: 0] -= 1
+        return stock["apples", default: 0]
+      }
+    }
+    #expect(left == 2)
+
+    let count = stock.perform { $0["apples", default: 0] }
+    #expect(try CoroutineLoop.run { try co_await(count) } == 2)
+  }
+
+  @Test func theAssemblyOnTwoQueues() throws {
+    let ui = DispatchQueue(label: "ui")
+    let database = DispatchQueue(label: "database")
+    let settings = CoBound(Settings(), on: ui, name: "settings")
+    let assembly = co_launch(on: ui) { () throws -> String in
+      let store = try CoBound(on: database, name: "store") { () throws -> Store in
+        // On the database queue; the UI queue is free, so hopping back to it just works.
+        let path = try settings.withValue { $0.databasePath }
+        return Store(path: path)
+      }
+      return try store.withValue { $0.path }
+    }
+    #expect(try CoroutineLoop.run { try co_await(assembly) } == "/tmp/app.sqlite")
+  }
+
+  @Test func theAssemblyOnTwoTestLoops() throws {
+    let ui = CoroutineTestLoop()
+    let database = CoroutineTestLoop()
+    let settings = CoBound(Settings(), on: ui, name: "settings")
+    let assembly = co_launch(on: ui) { () throws -> String in
+      let store = try CoBound(on: database, name: "store") { () throws -> Store in
+        Store(path: try settings.withValue { $0.databasePath })
+      }
+      return try store.withValue { $0.path }
+    }
+    while ui.readyJobs + database.readyJobs > 0 {
+      ui.runUntilIdle()
+      database.runUntilIdle()
+    }
+    #expect(try assembly.result?.get() == "/tmp/app.sqlite")
+  }
+
   // MARK: The wrong thread
 
   #if DEBUG

@@ -16,7 +16,7 @@ import Synchronization
 ///   return "done"
 /// }
 /// loop.advance(by: 29)
-/// #expect(task.result == nil)
+/// #expect(!task.isSettled)
 /// loop.advance(by: 1)
 /// #expect(try task.result?.get() == "done")
 /// ```
