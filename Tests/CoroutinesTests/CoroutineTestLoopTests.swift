@@ -1,5 +1,4 @@
 import Dispatch
-import Glibc
 import Synchronization
 import Testing
 
@@ -248,15 +247,14 @@ import Testing
 
   @Test func jobsScheduledFromOtherThreadsRunOnTheDrivingThread() {
     let loop = CoroutineTestLoop()
-    let driver = pthread_self()
+    let driver = threadID()
     let ran = OrderLog<Bool>()
     let group = DispatchGroup()
     for _ in 0..<4 {
       DispatchQueue.global().async(group: group) {
         for _ in 0..<500 {
           loop.schedule {
-            ran.append(
-              pthread_equal(pthread_self(), driver) != 0 && CoroutineTestLoop.current === loop)
+            ran.append(threadID() == driver && CoroutineTestLoop.current === loop)
           }
         }
       }
@@ -289,12 +287,12 @@ import Testing
 
   @Test func coroutinesWokenFromOtherThreadsResumeOnTheDrivingThread() throws {
     let loop = CoroutineTestLoop()
-    let driver = pthread_self()
+    let driver = threadID()
     let promises = (0..<50).map { _ in CoPromise<Int>() }
     let tasks = promises.map { promise in
       co_launch(on: loop) { () throws -> Bool in
         let value = try co_await(promise)
-        return value >= 0 && pthread_equal(pthread_self(), driver) != 0
+        return value >= 0 && threadID() == driver
       }
     }
     loop.runUntilIdle()
