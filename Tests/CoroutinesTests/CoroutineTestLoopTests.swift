@@ -67,9 +67,10 @@ import Testing
       log.append("second")
       loop.schedule { log.append("scheduled by second") }
     }
-    #expect(loop.readyJobs == 2)
+    // A timer whose deadline has come is ready like a job, in the order it was scheduled.
+    #expect(loop.readyJobs == 3)
     loop.runUntilIdle()
-    #expect(log.values == ["first", "second", "due now", "scheduled by second"])
+    #expect(log.values == ["first", "due now", "second", "scheduled by second"])
     #expect(loop.now == 0)
     #expect(loop.pendingTimers == 1)
     loop.advance(by: 1)
@@ -97,6 +98,32 @@ import Testing
     #expect(loop.pendingTimers == 0)
     loop.advance(by: 2)
     #expect(log.values.isEmpty)
+  }
+
+  @Test func aTimerCancelledWhileReadyDoesNotRun() {
+    let loop = CoroutineTestLoop()
+    let log = OrderLog<String>()
+    let dueNow = loop.schedule(after: 0) { log.append("due now") }
+    #expect(loop.readyJobs == 1)
+    dueNow.cancel()
+    #expect(loop.readyJobs == 0)
+    #expect(loop.pendingTimers == 0)
+    loop.runUntilIdle()
+    #expect(log.values.isEmpty)
+  }
+
+  @Test func aTimerCancelledByAnotherWithTheSameDeadlineDoesNotRun() {
+    let loop = CoroutineTestLoop()
+    let log = OrderLog<String>()
+    let box = OrderLog<any CoroutineTimer>()
+    _ = loop.schedule(after: 30) {
+      log.append("reply")
+      box.values.forEach { $0.cancel() }
+    }
+    box.append(loop.schedule(after: 30) { log.append("timeout") })
+    loop.advance(by: 30)
+    #expect(log.values == ["reply"])
+    #expect(loop.pendingTimers == 0)
   }
 
   // MARK: Timeouts and cancellation

@@ -67,8 +67,8 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
   /// Timers scheduled on this loop that have neither fired nor been cancelled.
   public var pendingTimers: Int { state.withLock { $0.pendingTimers } }
 
-  /// Jobs ready to run at the next ``runUntilIdle()``.
-  public var readyJobs: Int { state.withLock { $0.ready.count } }
+  /// Jobs ready to run at the next ``runUntilIdle()``, counting timers whose deadline has come.
+  public var readyJobs: Int { state.withLock { $0.ready.liveCount } }
 
   /// The loop, its seed and its clock, e.g. `CoroutineTestLoop(seed: 42, now: 1.5)`: put it in
   /// a failing expectation's comment and the seed to replay is in the test report.
@@ -81,11 +81,13 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
   /// Queues `job` to run on the thread that drives the loop, after the jobs already ready (or,
   /// with a seed, in the order the seed picks).
   public func schedule(_ job: @escaping @Sendable () -> Void) {
-    state.withLock { $0.ready.append(job) }
+    state.withLock { $0.ready.append(.job(job)) }
   }
 
-  /// Queues `job` to run once the virtual clock has moved `seconds` past ``now``. A delay of
-  /// zero or less makes it due at once: the next ``runUntilIdle()`` runs it.
+  /// Queues `job` to run once the virtual clock has moved `seconds` past ``now``. When its
+  /// deadline comes the timer joins the ready jobs; a delay of zero or less makes it ready at
+  /// once, after the jobs already ready. Cancelling the timer before its job has run, even
+  /// while it waits among the ready jobs, keeps the job from running.
   public func schedule(after seconds: Double, _ job: @escaping @Sendable () -> Void)
     -> any CoroutineTimer
   {
@@ -97,6 +99,7 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
         onCancel: { [weak self] in self?.state.withLock { $0.pendingTimers -= 1 } })
       state.timers.insert(timer)
       state.pendingTimers += 1
+      state.moveDueTimers(dueBy: state.now)  // a delay of zero is ready at once, in order
       return timer
     }
   }
@@ -186,12 +189,22 @@ extension CoroutineTestLoop {
       self.random = random
     }
 
-    /// The next job to run, after moving every timer due at `now` among the ready jobs.
+    /// The next job to run. A timer is claimed only now, as it runs, so a timer cancelled while
+    /// it waited among the ready jobs is skipped.
     mutating func takeNextJob() -> Job? {
       moveDueTimers(dueBy: now)
-      guard ready.count > 0 else { return nil }
-      let offset = random?.index(below: ready.count) ?? 0
-      return ready.remove(at: offset)
+      while ready.count > 0 {
+        switch ready.remove(at: random?.index(below: ready.count) ?? 0) {
+        case .job(let job):
+          return job
+        case .timer(let timer):
+          if timer.claimForFiring() {
+            pendingTimers -= 1
+            return timer.job
+          }
+        }
+      }
+      return nil
     }
 
     /// Moves the clock to the earliest pending deadline not after `target` and makes every timer
@@ -204,13 +217,11 @@ extension CoroutineTestLoop {
       return true
     }
 
-    private mutating func moveDueTimers(dueBy deadline: UInt64) {
+    /// Moves the timers due by `deadline` from the heap to the ready jobs, in deadline order.
+    mutating func moveDueTimers(dueBy deadline: UInt64) {
       while let first = timers.first, first.deadline <= deadline || first.isCancelled {
         _ = timers.removeFirst()
-        if first.claimForFiring() {
-          pendingTimers -= 1
-          ready.append(first.job)
-        }
+        if !first.isCancelled { ready.append(.timer(first)) }
       }
     }
 
@@ -219,21 +230,35 @@ extension CoroutineTestLoop {
     }
   }
 
+  /// A job, or a timer whose deadline has come and that runs unless cancelled first.
+  fileprivate enum ReadyJob {
+    case job(Job)
+    case timer(LoopTimer)
+
+    var isCancelled: Bool {
+      if case .timer(let timer) = self { return timer.isCancelled }
+      return false
+    }
+  }
+
   /// Ready jobs in a growable array read from a moving head, so taking the first is O(1) and
   /// taking any other (a seeded pick) is a swap with the first.
   fileprivate struct ReadyJobs {
-    private var jobs: [Job?] = []
+    private var jobs: [ReadyJob?] = []
     private var head = 0
 
     var count: Int { jobs.count - head }
 
-    mutating func append(_ job: @escaping Job) {
+    /// The jobs that will run: all but the timers cancelled while they waited.
+    var liveCount: Int { jobs[head...].count { $0?.isCancelled == false } }
+
+    mutating func append(_ job: ReadyJob) {
       jobs.append(job)
     }
 
     /// Removes and returns the job `offset` places from the front; the front job takes its
     /// place. The slot is cleared so a job that ran releases what it captured at once.
-    mutating func remove(at offset: Int) -> Job {
+    mutating func remove(at offset: Int) -> ReadyJob {
       jobs.swapAt(head, head + offset)
       let job = jobs[head]!
       jobs[head] = nil
