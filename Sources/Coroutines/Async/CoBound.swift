@@ -9,8 +9,8 @@
 ///   body there and hops back (``co_await(on:_:)``): no lock, and no thread waits.
 /// - From plain code already on the value's scheduler (a job it runs), the body runs at once.
 /// - From plain code on any other thread, the call is a bug. Debug builds stop with a message
-///   that names the value, its scheduler and the calling thread; such code should use
-///   ``perform(_:)`` instead.
+///   that names the value, its scheduler and the calling thread; release builds skip the check.
+///   Such code should use ``perform(_:)`` instead.
 ///
 /// ```swift
 /// let database = DispatchQueue(label: "database")
