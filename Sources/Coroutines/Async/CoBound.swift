@@ -28,7 +28,9 @@
 /// call back and forth.
 ///
 /// The body of ``withValue(_:)`` should not suspend: while it waits, other callers may use the
-/// value in between, as with actor reentrancy.
+/// value in between, as with actor reentrancy. The scheduler must run one job at a time (a
+/// concurrent queue would run bodies in parallel). The thread check knows ``CoroutineLoop``,
+/// ``CoroutineTestLoop`` and `DispatchQueue`; for other schedulers it is skipped.
 public final class CoBound<Value>: @unchecked Sendable, CustomStringConvertible {
   // reason: `value` is read and written only on `scheduler`: through a hop, by a job of it, or
   // after the debug-build check in `onScheduler`.
