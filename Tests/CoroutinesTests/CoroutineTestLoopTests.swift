@@ -456,6 +456,17 @@ import Testing
     let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
     #expect(message.contains("CoroutineTestLoop.runUntilIdle() was called inside a coroutine"))
   }
+
+  @Test func drivingTheLoopFromOneOfItsJobsStopsWithAMessage() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let loop = CoroutineTestLoop()
+      loop.schedule { loop.advance(by: 1) }
+      loop.runUntilIdle()
+    }
+    let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    #expect(
+      message.contains("CoroutineTestLoop.advance(by:) was called while the loop was already"))
+  }
 }
 
 /// Waits for `reply`, or fails with `CoroutineError.timedOut` after `seconds`.
