@@ -51,6 +51,26 @@ import Testing
     #expect(resumedOnLoop)
   }
 
+  @Test func aCancelRacingTheStartOfAWaitIsNeverLost() throws {
+    // Cancels from worker threads land while coroutines are between their cancellation check
+    // and the moment their wait becomes visible. A lost cancel would leave a coroutine waiting
+    // for the fallback below, and it would return a value instead of throwing.
+    let lost = try CoroutineLoop.run { () -> Int in
+      let fallback = CoPromise<Int>()
+      let tasks = (0..<5_000).map { _ in
+        co_launch { () -> Int in
+          try co_delay(0)
+          return try co_await(fallback)
+        }
+      }
+      for task in tasks { DispatchQueue.global().async { task.cancel() } }
+      let timer = CoroutineLoop.current!.schedule(after: 5) { fallback.fulfill(1) }
+      defer { timer.cancel() }
+      return tasks.filter { (try? $0.await()) != nil }.count
+    }
+    #expect(lost == 0)
+  }
+
   @Test func aCancelledCoroutineIsInactiveAndEveryLaterAwaitThrows() throws {
     let observed = try CoroutineLoop.run { () -> [Bool] in
       let gate = CoPromise<Void>()
