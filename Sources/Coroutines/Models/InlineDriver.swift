@@ -25,6 +25,10 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   private var target: any CoroutineScheduler = CoroutineLoop.main
   private var clock: (any CoroutineScheduler)?
 
+  /// Keeps time for producers consumed by plain code. A queue of its own (not a global one)
+  /// gets a thread even when every global worker is blocked, as consumers in plain code are.
+  private static let plainClock = DispatchQueue(label: "coroutines.generator.clock")
+
   func schedule(_ job: @escaping Job) {
     lock.lock()
     guard active else {
@@ -42,7 +46,7 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   }
 
   func schedule(after seconds: Double, _ job: @escaping Job) -> any CoroutineTimer {
-    let clock: any CoroutineScheduler = lock.withLock { self.clock } ?? DispatchQueue.global()
+    let clock: any CoroutineScheduler = lock.withLock { self.clock } ?? Self.plainClock
     return clock.schedule(after: seconds) { [self] in schedule(job) }
   }
 
