@@ -224,6 +224,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       }
       if compareAndSwap(.running, .wokenEarly) { return }
       let now = state.load(ordering: .acquiring)
+      // It parked (or was still running) between the two attempts: try again.
+      if now == .suspended || now == .running { continue }
       preconditionFailure("a \(now) coroutine cannot be woken")
     }
   }
