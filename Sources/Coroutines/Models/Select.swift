@@ -155,7 +155,7 @@ private enum SelectOrder {
     var order = Array(0..<count)
     guard count > 1 else { return order }
     // Reserve `count` draws of the shared stream, so no two selects reuse a draw.
-    var state = counter.add(gamma &* UInt64(count), ordering: .relaxed).oldValue
+    var state = counter.wrappingAdd(gamma &* UInt64(count), ordering: .relaxed).oldValue
     for last in stride(from: count - 1, to: 0, by: -1) {
       state &+= gamma
       var mixed = state
