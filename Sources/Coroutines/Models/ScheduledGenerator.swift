@@ -31,6 +31,9 @@ final class ScheduledGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   func next() throws -> T? {
     guard let coroutine = Coroutine.current else { return try nextBlocking() }
+    precondition(
+      coroutine !== lock.withLock({ state.producerCoroutine }),
+      "CoGenerator.next(): called from the generator's own body, which would wait for itself")
     if coroutine.isCancelled {
       cancel()
       throw CancellationError()
