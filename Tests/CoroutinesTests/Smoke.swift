@@ -1,5 +1,4 @@
 import Testing
-
 @testable import Coroutines
 
 @Test func smoke() throws {
