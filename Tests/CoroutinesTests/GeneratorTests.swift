@@ -204,6 +204,28 @@ import Testing
     #expect(stacksInUse(size: size) == 0)
   }
 
+  @Test func anInlineBodyDelaysOnItsConsumersClock() {
+    let scheduler = ModelsManualScheduler()
+    let ticks = co_sequence { (yield: CoYield<Int>) in
+      for tick in 1...2 {
+        try co_delay(60)
+        try yield(tick)
+      }
+    }
+    let received = ModelsLog<Int>()
+    let consumer = co_launch(on: scheduler) {
+      for tick in ticks { received.append(tick) }
+    }
+    scheduler.runUntilIdle()
+    #expect(received.values == [])
+    scheduler.advance(by: 60)
+    #expect(received.values == [1])
+    scheduler.advance(by: 60)
+    #expect(received.values == [1, 2])
+    #expect(consumer.isSettled)
+    #expect(ticks.isFinished)
+  }
+
   @Test func anInlineBodyMayAwaitUnderPlainCodeWhichThenBlocks() {
     let numbers = co_sequence { (yield: CoYield<Int>) in
       try yield(1)

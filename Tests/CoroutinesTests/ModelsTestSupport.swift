@@ -36,3 +36,59 @@ final class ModelsCounter: Sendable {
   func increment() { storage.add(1, ordering: .relaxed) }
   var value: Int { storage.load(ordering: .relaxed) }
 }
+
+/// A scheduler with a hand-driven clock, standing in for a virtual-time test loop: it shows
+/// that timeouts and delays go through the coroutine's scheduler, never the wall clock.
+final class ModelsManualScheduler: CoroutineScheduler, @unchecked Sendable {
+  // @unchecked: all state is behind `state`'s mutex.
+  private struct Timer {
+    let deadline: Double
+    let job: @Sendable () -> Void
+    let flag: ModelsManualTimer
+  }
+
+  private struct State {
+    var jobs: [@Sendable () -> Void] = []
+    var timers: [Timer] = []
+    var now = 0.0
+  }
+
+  private let state = Mutex(State())
+
+  func schedule(_ job: @escaping @Sendable () -> Void) {
+    state.withLock { $0.jobs.append(job) }
+  }
+
+  func schedule(after seconds: Double, _ job: @escaping @Sendable () -> Void)
+    -> any CoroutineTimer
+  {
+    let flag = ModelsManualTimer()
+    state.withLock { $0.timers.append(Timer(deadline: $0.now + seconds, job: job, flag: flag)) }
+    return flag
+  }
+
+  var pendingTimers: Int { state.withLock { $0.timers.filter { !$0.flag.isCancelled }.count } }
+
+  /// Runs jobs until none is left; time does not move.
+  func runUntilIdle() {
+    while let job = state.withLock({ $0.jobs.isEmpty ? nil : $0.jobs.removeFirst() }) { job() }
+  }
+
+  /// Moves the clock on by `seconds`, firing the timers that fall due, then runs until idle.
+  func advance(by seconds: Double) {
+    state.withLock { state in
+      state.now += seconds
+      let due = state.timers.filter { $0.deadline <= state.now }
+      state.timers.removeAll { $0.deadline <= state.now }
+      for timer in due where timer.flag.claim() { state.jobs.append(timer.job) }
+    }
+    runUntilIdle()
+  }
+}
+
+final class ModelsManualTimer: CoroutineTimer {
+  private let done = Atomic<Bool>(false)
+  func cancel() { done.store(true, ordering: .relaxed) }
+  var isCancelled: Bool { done.load(ordering: .relaxed) }
+  func claim() -> Bool { !done.exchange(true, ordering: .relaxed) }
+}

@@ -123,6 +123,23 @@ import Testing
     }
   }
 
+  @Test func theTimeoutKeepsTheSchedulersTimeNotTheWallClock() throws {
+    let scheduler = ModelsManualScheduler()
+    let channel = CoChannel<Int>()
+    let task = co_launch(on: scheduler) { () throws -> String in
+      try co_select { select in
+        select.receive(from: channel) { "got \($0)" }
+        select.timeout(10) { "timed out" }
+      }
+    }
+    scheduler.runUntilIdle()
+    scheduler.advance(by: 9.5)
+    #expect(!task.isSettled)
+    scheduler.advance(by: 0.5)
+    #expect(try task.result?.get() == "timed out")
+    #expect(scheduler.pendingTimers == 0)
+  }
+
   @Test func aTimeoutAloneIsADelay() throws {
     try CoroutineLoop.run {
       let outcome: String = try co_select { select in select.timeout(0.001) { "done" } }
