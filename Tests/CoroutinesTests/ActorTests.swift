@@ -186,3 +186,79 @@ import Testing
     }
   }
 }
+
+/// The samples of Docs/Coroutines.docc/Articles/Actors.md, verbatim between the markers.
+@Suite struct ActorDocSamples {
+  @Test func counter() throws {
+    let (first, second) = try CoroutineLoop.run { () -> (Int, Int) in
+      // sample
+      let counter = co_actor { (mailbox: CoMailbox<Int, Int>) in
+        var total = 0
+        for message in mailbox {
+          total += message.value
+          message.reply(total)
+        }
+      }
+      let first = try co_await(counter.send(5))  // 5
+      let second = try counter.send(10).await()  // 15
+      counter.stop()
+      // end
+      return (first, second)
+    }
+    #expect(first == 5)
+    #expect(second == 15)
+  }
+
+  @Test func logger() throws {
+    // sample
+    let logger = co_actor(on: DispatchQueue(label: "logger")) {
+      (mailbox: CoMailbox<String, Void>) in
+      var lines: [String] = []
+      for message in mailbox {
+        lines.append(message.value)
+        message.reply(())
+      }
+    }
+    // end
+    try CoroutineLoop.run { try co_await(logger.send("started")) }
+    logger.stop()
+    try CoroutineLoop.run { try co_await(logger.task) }
+  }
+
+  @Test func errors() throws {
+    try CoroutineLoop.run {
+      // sample
+      struct OddNumber: Error {}
+      let halver = co_actor { (mailbox: CoMailbox<Int, Int>) in
+        for message in mailbox {
+          guard message.value % 2 == 0 else { throw OddNumber() }
+          message.reply(message.value / 2)
+        }
+      }
+      let replies = [4, 3, 10].map { halver.send($0) }
+      halver.stop()
+      // replies[0] → 2, replies[1] rejects with OddNumber, replies[2] → 5
+      // end
+      let halves = try [replies[0], replies[2]].map { try co_await($0) }
+      #expect(halves == [2, 5])
+      #expect(throws: OddNumber.self) { try co_await(replies[1]) }
+    }
+  }
+
+  @Test func stopping() throws {
+    try CoroutineLoop.run {
+      // sample
+      let echo = co_actor { (mailbox: CoMailbox<String, String>) in
+        for message in mailbox { message.reply(message.value) }
+      }
+      let before = echo.send("before")
+      echo.stop()
+      let after = echo.send("after")
+      // before → "before"; after rejects with CoroutineError.actorStopped
+      // end
+      let answer = try co_await(before)
+      #expect(answer == "before")
+      #expect(throws: CoroutineError.actorStopped) { try co_await(after) }
+    }
+  }
+}

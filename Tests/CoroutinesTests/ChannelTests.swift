@@ -290,3 +290,57 @@ import Testing
     #expect(message.contains("must run inside a coroutine"))
   }
 }
+
+/// The channel samples of Docs/Coroutines.docc/Articles/Channels.md, verbatim between the
+/// markers.
+@Suite struct ChannelDocSamples {
+  @Test func overview() throws {
+    // sample
+    var received: [Int] = []
+    try CoroutineLoop.run {
+      let channel = CoChannel<Int>(capacity: 2)
+      co_launch {
+        for value in 1...3 { try channel.send(value) }
+        channel.close()
+      }
+      for value in channel { received.append(value) }
+    }
+    // received == [1, 2, 3]
+    // end
+    #expect(received == [1, 2, 3])
+  }
+
+  @Test func closing() throws {
+    try CoroutineLoop.run {
+      // sample
+      let results = CoChannel<String>(capacity: .max)
+      try results.send("first")
+      try results.send("second")
+      results.close()
+      let drained = Array(results)  // ["first", "second"]
+      // results.send("third") now throws CoroutineError.channelClosed
+      // end
+      #expect(drained == ["first", "second"])
+      #expect(throws: CoroutineError.channelClosed) { try results.send("third") }
+    }
+  }
+
+  @Test func manyThreads() throws {
+    // sample
+    let jobs = CoChannel<Int>(capacity: 16)
+    let total = Mutex(0)
+    try CoroutineLoop.run {
+      let workers = (0..<4).map { index in
+        co_launch(on: DispatchQueue(label: "worker \(index)")) {
+          for job in jobs { total.withLock { $0 += job } }
+        }
+      }
+      for job in 1...100 { try jobs.send(job) }
+      jobs.close()
+      for worker in workers { try co_await(worker) }
+    }
+    // total == 5050
+    // end
+    #expect(total.withLock { $0 } == 5050)
+  }
+}

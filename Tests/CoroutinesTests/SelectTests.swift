@@ -349,3 +349,76 @@ import Testing
     #expect(message.contains("co_select: no cases were added"))
   }
 }
+
+/// The select samples of Docs/Coroutines.docc/Articles/Channels.md, verbatim between the
+/// markers.
+@Suite struct SelectDocSamples {
+  @Test func overview() throws {
+    try CoroutineLoop.run {
+      let numbers = CoChannel<Int>()
+      let words = CoChannel<String>(capacity: 1)
+      let answers = CoChannel<Int>()
+      try words.send("hi")
+      // sample
+      let message: String = try co_select { select in
+        select.receive(from: numbers) { number in "number \(number)" }
+        select.receive(from: words) { word in "word \(word)" }
+        select.send(42, to: answers) { "sent the answer" }
+        select.timeout(0.5) { "nothing within half a second" }
+      }
+      // end
+      #expect(message == "word hi")
+    }
+  }
+
+  @Test func defaultCase() throws {
+    // sample
+    let channel = CoChannel<Int>(capacity: 1)
+    let accepted = try co_select { select in
+      select.send(1, to: channel) { true }
+      select.default { false }
+    }
+    // accepted == true; a second identical select would return false
+    // end
+    #expect(accepted)
+    let again = try co_select { select in
+      select.send(1, to: channel) { true }
+      select.default { false }
+    }
+    #expect(!again)
+  }
+
+  @Test func merge() throws {
+    let result = try CoroutineLoop.run { () -> [String] in
+      let letters = CoChannel<String>()
+      let digits = CoChannel<Int>(capacity: 1)
+      co_launch {
+        for letter in ["x", "y"] { try letters.send(letter) }
+        letters.close()
+      }
+      co_launch {
+        for digit in [7, 8] { try digits.send(digit) }
+        digits.close()
+      }
+      // sample
+      var merged: [String] = []
+      var lettersOpen = true
+      var digitsOpen = true
+      while lettersOpen || digitsOpen {
+        try co_select { select in
+          if lettersOpen {
+            select.receive(from: letters, onClosed: { lettersOpen = false }) { merged.append($0) }
+          }
+          if digitsOpen {
+            select.receive(from: digits, onClosed: { digitsOpen = false }) {
+              merged.append("\($0)")
+            }
+          }
+        }
+      }
+      // end
+      return merged
+    }
+    #expect(result.sorted() == ["7", "8", "x", "y"])
+  }
+}
