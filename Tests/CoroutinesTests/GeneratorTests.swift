@@ -238,6 +238,20 @@ import Testing
     #expect(Array(numbers) == [1, 2, 3])
   }
 
+  @Test func anInlineBodyMayHopToAnotherSchedulerButNotYieldThere() throws {
+    let queue = DispatchQueue(label: "generator.hop")
+    let marker = DispatchSpecificKey<Int>()
+    queue.setSpecific(key: marker, value: 29)
+    let numbers = co_sequence { (yield: CoYield<Int>) in
+      let computed = try co_await(on: queue) { DispatchQueue.getSpecific(key: marker) ?? 0 }
+      try yield(computed)
+      try co_await(on: queue) { try yield(-1) }
+    }
+    #expect(numbers.next() == 29)
+    #expect(throws: CoroutineError.yieldOutsideGenerator) { try numbers.nextOrThrow() }
+    #expect(numbers.isFinished)
+  }
+
   @Test func aCancelledConsumerCancelsTheInlineGeneratorItWaitsFor() throws {
     let size = modelsStackSize(305)
     let log = ModelsLog<String>()
