@@ -205,7 +205,7 @@ import Testing
   }
 
   @Test func anInlineBodyDelaysOnItsConsumersClock() {
-    let scheduler = ModelsManualScheduler()
+    let loop = CoroutineTestLoop()
     let ticks = co_sequence { (yield: CoYield<Int>) in
       for tick in 1...2 {
         try co_delay(60)
@@ -213,17 +213,20 @@ import Testing
       }
     }
     let received = ModelsLog<Int>()
-    let consumer = co_launch(on: scheduler) {
+    let consumer = co_launch(on: loop) {
       for tick in ticks { received.append(tick) }
     }
-    scheduler.runUntilIdle()
+    loop.runUntilIdle()
     #expect(received.values == [])
-    scheduler.advance(by: 60)
+    loop.advance(by: 59.9)
+    #expect(received.values == [])
+    loop.advance(by: 0.1)
     #expect(received.values == [1])
-    scheduler.advance(by: 60)
+    loop.advance(by: 60)
     #expect(received.values == [1, 2])
     #expect(consumer.isSettled)
     #expect(ticks.isFinished)
+    #expect(loop.liveCoroutines == 0 && loop.pendingTimers == 0)
   }
 
   @Test func anInlineBodyMayAwaitUnderPlainCodeWhichThenBlocks() {

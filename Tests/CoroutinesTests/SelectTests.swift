@@ -124,20 +124,21 @@ import Testing
   }
 
   @Test func theTimeoutKeepsTheSchedulersTimeNotTheWallClock() throws {
-    let scheduler = ModelsManualScheduler()
+    let loop = CoroutineTestLoop()
     let channel = CoChannel<Int>()
-    let task = co_launch(on: scheduler) { () throws -> String in
+    let task = co_launch(on: loop) { () throws -> String in
       try co_select { select in
         select.receive(from: channel) { "got \($0)" }
         select.timeout(10) { "timed out" }
       }
     }
-    scheduler.runUntilIdle()
-    scheduler.advance(by: 9.5)
+    loop.runUntilIdle()
+    loop.advance(by: 9.5)
     #expect(!task.isSettled)
-    scheduler.advance(by: 0.5)
+    loop.advance(by: 0.5)
     #expect(try task.result?.get() == "timed out")
-    #expect(scheduler.pendingTimers == 0)
+    #expect(loop.pendingTimers == 0)
+    #expect(loop.liveCoroutines == 0)
   }
 
   @Test func aTimeoutAloneIsADelay() throws {
