@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 
-/// Every code sample of the programming-model articles appears, line for line, in a test, so
-/// none can rot unnoticed.
+/// Every code sample of the programming-model articles and of the Models doc comments appears,
+/// line for line, in a test, so none can rot unnoticed.
 @Suite struct ModelsDocSampleTests {
   static let articles = ["Generators", "Channels", "Actors", "Tuples"]
 
@@ -17,9 +17,25 @@ import Testing
     }
   }
 
+  /// The Models sources whose doc comments carry samples.
+  static let sources = ["Actor", "Channel", "Generator", "Select", "Tuple"]
+
   static func samples(in article: String) throws -> [[String]] {
     let url = root.appendingPathComponent("Docs/Coroutines.docc/Articles/\(article).md")
-    let text = try String(contentsOf: url, encoding: .utf8)
+    return samples(inMarkdown: try String(contentsOf: url, encoding: .utf8))
+  }
+
+  /// The samples of the `///` comments of `Sources/Coroutines/Models/<source>.swift`.
+  static func samples(inSource source: String) throws -> [[String]] {
+    let url = root.appendingPathComponent("Sources/Coroutines/Models/\(source).swift")
+    let comments = try String(contentsOf: url, encoding: .utf8)
+      .split(separator: "\n", omittingEmptySubsequences: false)
+      .filter { $0.hasPrefix("///") }
+      .map { $0.hasPrefix("/// ") ? $0.dropFirst(4) : $0.dropFirst(3) }
+    return samples(inMarkdown: comments.joined(separator: "\n"))
+  }
+
+  static func samples(inMarkdown text: String) -> [[String]] {
     var samples: [[String]] = []
     var current: [String]?
     for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -45,17 +61,25 @@ import Testing
     }
   }
 
-  @Test(arguments: articles)
-  func everySampleIsTested(article: String) throws {
-    let samples = try Self.samples(in: article)
-    #expect(!samples.isEmpty)
-    let lines = try Self.testLines()
+  static func expectTested(_ samples: [[String]], from place: String) throws {
+    #expect(!samples.isEmpty, "\(place) has no sample")
+    let lines = try testLines()
     for sample in samples {
       let found = lines.indices.contains { start in
         start + sample.count <= lines.count
           && Array(lines[start..<start + sample.count]) == sample
       }
-      #expect(found, "\(article).md: no test contains\n\(sample.joined(separator: "\n"))")
+      #expect(found, "\(place): no test contains\n\(sample.joined(separator: "\n"))")
     }
+  }
+
+  @Test(arguments: articles)
+  func everyArticleSampleIsTested(article: String) throws {
+    try Self.expectTested(try Self.samples(in: article), from: "\(article).md")
+  }
+
+  @Test(arguments: sources)
+  func everyDocCommentSampleIsTested(source: String) throws {
+    try Self.expectTested(try Self.samples(inSource: source), from: "\(source).swift")
   }
 }

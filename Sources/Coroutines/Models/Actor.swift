@@ -9,7 +9,9 @@
 ///     message.reply(total)
 ///   }
 /// }
-/// let total = try co_await(counter.send(5))  // 5
+/// let first = try co_await(counter.send(5))  // 5
+/// let second = try counter.send(10).await()  // 15
+/// counter.stop()
 /// ```
 ///
 /// The actor's state lives in its coroutine, so it needs no lock.

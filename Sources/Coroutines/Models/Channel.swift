@@ -2,14 +2,16 @@
 /// blocking their thread) while it is full or empty.
 ///
 /// ```swift
-/// let channel = CoChannel<Int>(capacity: 2)
-/// co_launch {
-///   for value in 1...3 { try channel.send(value) }
-///   channel.close()
+/// var received: [Int] = []
+/// try CoroutineLoop.run {
+///   let channel = CoChannel<Int>(capacity: 2)
+///   co_launch {
+///     for value in 1...3 { try channel.send(value) }
+///     channel.close()
+///   }
+///   for value in channel { received.append(value) }
 /// }
-/// co_launch {
-///   for value in channel { print(value) }  // 1, 2, 3, then the loop ends
-/// }
+/// // received == [1, 2, 3]
 /// ```
 ///
 /// - Capacity `0` makes a rendezvous: `send` waits until a receiver takes the value.

@@ -6,7 +6,7 @@ import CUContext
 /// let squares = co_sequence { (yield: CoYield<Int>) in
 ///   for n in 1... { try yield(n * n) }
 /// }
-/// for square in squares.prefix(3) { print(square) }  // 1, 4, 9
+/// let firstThree = Array(squares.prefix(3))  // [1, 4, 9]
 /// ```
 ///
 /// The body runs only as far as the values asked for: each `next()` runs it up to its next

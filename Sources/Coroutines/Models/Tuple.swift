@@ -4,7 +4,7 @@ import Synchronization
 /// order: fulfilled once all are, rejected as soon as one is (with its error).
 ///
 /// ```swift
-/// let (user, avatar) = try co_await(co_tuple(loadUser(id), loadAvatar(id)))
+/// let (who, years, picture) = try co_await(co_tuple(name, age, avatar))
 /// ```
 ///
 /// The futures already run side by side; `co_tuple` only waits for them together. Awaiting a
