@@ -19,6 +19,9 @@ public struct Walkthrough: Sendable {
   public static let all: [Walkthrough] = [
     FeedWalkthrough.walkthrough,
     ImageWalkthrough.walkthrough,
+    GeneratorWalkthrough.walkthrough,
+    ActorWalkthrough.walkthrough,
+    ChannelWalkthrough.walkthrough,
     TupleWalkthrough.walkthrough,
     ConcurrencyWalkthrough.walkthrough,
   ]
