@@ -21,8 +21,13 @@ static switch_function current_switch = switch_with_swapcontext;
 static int current_backend = 0;
 
 int cu_set_backend(int backend) {
-  if (backend != 0) return -1;
-  current_switch = switch_with_swapcontext;
+  switch (backend) {
+    case 0: current_switch = switch_with_swapcontext; break;
+#if defined(__x86_64__)
+    case 1: current_switch = cu_switch_fast; break;
+#endif
+    default: return -1;
+  }
   current_backend = backend;
   return 0;
 }

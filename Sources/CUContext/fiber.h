@@ -17,4 +17,10 @@ struct cu_fiber {
   size_t stack_size;
 };
 
+#if defined(__x86_64__)
+// The fast backend's switch (switch_x86_64.S): saves the callee-saved registers, MXCSR and the
+// x87 control word of the caller in `from` and continues `to`, both in glibc's own layout.
+void cu_switch_fast(ucontext_t *from, ucontext_t *to);
+#endif
+
 #endif
