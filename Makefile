@@ -7,8 +7,11 @@ SOURCES := Sources Tests Examples Package.swift
 build:
 	$(SWIFT) build
 
+# The whole suite once per context-switch backend, from one build.
 test:
-	$(SWIFT) test
+	$(SWIFT) build --build-tests
+	COROUTINES_BACKEND=ucontext $(SWIFT) test --skip-build
+	COROUTINES_BACKEND=fast $(SWIFT) test --skip-build
 
 examples:
 	$(SWIFT) run examples
