@@ -49,7 +49,8 @@ static unsigned rounding(void) { return 0; }
 static int rounding_is(unsigned mode) { return (void)mode, 1; }
 #endif
 
-typedef struct {
+typedef struct probe {
+  struct probe *self;  // lets the made context check the address it was given
   ucontext_t caller;
   ucontext_t context;
   int backend;
@@ -81,11 +82,14 @@ static void note(probe *p, int failure) {
   if (p->failure == CU_PROBE_PASSED) p->failure = failure;
 }
 
-// Runs on the made context and never returns: the caller simply stops resuming it.
-static void probe_entry(unsigned high, unsigned low, unsigned third, unsigned fourth,
+// Runs on the made context and never returns: the caller simply stops resuming it. The fiber's
+// address comes in the middle two arguments, so a lost first, second, fifth or sixth argument is
+// reported rather than followed; a lost address stops the process.
+static void probe_entry(unsigned first, unsigned second, unsigned high, unsigned low,
                         unsigned fifth, unsigned sixth) {
   probe *p = (probe *)(((uintptr_t)high << 32) | (uintptr_t)low);
-  if (third != 3 || fourth != 4 || fifth != 5 || sixth != 6) note(p, CU_PROBE_BAD_ARGUMENTS);
+  if (p->self != p) abort();
+  if (first != 1 || second != 2 || fifth != 5 || sixth != 6) note(p, CU_PROBE_BAD_ARGUMENTS);
   set_rounding(round_up);  // a mode the caller does not use: each side must keep its own
   for (;;) {
     p->rounds += 1;
@@ -109,13 +113,14 @@ int cu_backend_probe(int backend) {
     free(stack);
     return CU_PROBE_NO_MEMORY;
   }
+  p->self = p;
   p->backend = backend;
   p->context.uc_stack.ss_sp = stack;
   p->context.uc_stack.ss_size = probe_stack_size;
   p->context.uc_link = NULL;
   uintptr_t address = (uintptr_t)p;
-  makecontext(&p->context, (void (*)(void))probe_entry, 6, (unsigned)(address >> 32),
-              (unsigned)(address & 0xffffffffu), 3u, 4u, 5u, 6u);
+  makecontext(&p->context, (void (*)(void))probe_entry, 6, 1u, 2u, (unsigned)(address >> 32),
+              (unsigned)(address & 0xffffffffu), 5u, 6u);
 
   unsigned caller_rounding = rounding();
   set_rounding(round_toward_zero);
