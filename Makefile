@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SOURCES := Sources Tests Examples Package.swift
 
-.PHONY: build test examples format lint clean
+.PHONY: build test examples bench format lint clean
 
 build:
 	$(SWIFT) build
@@ -15,6 +15,11 @@ test:
 
 examples:
 	$(SWIFT) run examples
+
+# Every figure beside a baseline measured in the same run (release build of Benchmarks/; a few
+# minutes; not part of `make test` or CI).
+bench:
+	cd Benchmarks && $(SWIFT) run -c release bench
 
 format:
 	$(SWIFT) format format --in-place --recursive $(SOURCES)

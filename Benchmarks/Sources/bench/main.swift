@@ -1,0 +1,113 @@
+import CBaselines
+import Coroutines
+import Foundation
+
+// `make bench`: every figure of ours beside a baseline measured in this same run, with the
+// target ratios from issue 6. Backend-dependent figures run in child processes.
+
+if try Child.runIfRequested() { exit(0) }
+
+let started = baseline_now_ns()
+func progress(_ what: String) {
+  FileHandle.standardError.write("… \(what)\n".data(using: .utf8)!)
+}
+
+let backends = CoroutineBackend.allCases.filter(\.isAvailable)
+func perBackend(_ figure: String) throws -> [CoroutineBackend: [Double]] {
+  var results: [CoroutineBackend: [Double]] = [:]
+  for backend in backends {
+    progress("\(figure) on \(backend)")
+    results[backend] = try Child.measure(figure, on: backend)
+  }
+  return results
+}
+
+progress("C baselines")
+let bareSwapcontext = baseline_swapcontext_round_trip_ns(Counts.bareSwapcontext, 3)
+let registerSwitch = baseline_register_switch_round_trip_ns(Counts.bareRegisterSwitch, 3)
+let bareRegisterSwitch: Double? = registerSwitch > 0 ? registerSwitch : nil
+
+progress("Swift Concurrency baselines")
+let mailbox = Mailbox()
+let taskYield = SwiftBaselines.taskYield(Counts.taskYield)
+let continuation = SwiftBaselines.continuationAcrossThreads(Counts.crossThread, mailbox: mailbox)
+let taskGroupChild = SwiftBaselines.taskGroupChildren(Counts.taskGroupChildren)
+let asyncStream = SwiftBaselines.asyncStreamPingPong(Counts.asyncStream)
+
+let shim = try perBackend("shim")
+let loop = try perBackend("loop")
+let spawn = try perBackend("spawn")
+let promise = try perBackend("promise")
+progress("memory, 10 000 parked")
+let memory10k = try Child.measure("memory-10000", on: CoroutineBackend.current)
+progress("memory, 100 000 parked")
+let memory100k = try Child.measure("memory-100000", on: CoroutineBackend.current)
+
+var rows: [Row] = []
+for backend in backends {
+  let bare = backend == .fast ? bareRegisterSwitch : bareSwapcontext
+  let bareName = backend == .fast ? "bare C register switch" : "bare C swapcontext"
+  rows.append(
+    Row(
+      figure: "resume+suspend round trip, public API (\(backend))", ours: loop[backend]?[0],
+      baseline: bareName, baselineValue: bare, target: backend == .fast ? 3 : 1.15))
+  rows.append(
+    Row(
+      figure: "resume+suspend round trip, shim only (\(backend))", ours: shim[backend]?[0],
+      baseline: bareName, baselineValue: bare))
+  rows.append(
+    Row(
+      figure: "resume+suspend round trip, public API (\(backend))", ours: loop[backend]?[0],
+      baseline: "Swift Task.yield", baselineValue: taskYield))
+}
+for backend in backends {
+  rows.append(
+    Row(
+      figure: "spawn+complete, 1 000 000 coroutines (\(backend))", ours: spawn[backend]?[0],
+      baseline: "TaskGroup child", baselineValue: taskGroupChild,
+      target: backend == CoroutineBackend.current ? 0.25 : nil))
+}
+for backend in backends {
+  rows.append(
+    Row(
+      figure: "await of a promise settled on another thread (\(backend))",
+      ours: promise[backend]?[0], baseline: "continuation resumed on another thread",
+      baselineValue: continuation, target: backend == CoroutineBackend.current ? 0.5 : nil))
+}
+rows.append(
+  Row(
+    figure: "channel ping-pong, one loop", ours: nil, baseline: "AsyncStream ping-pong",
+    baselineValue: asyncStream, target: 1.0 / 15, note: "no CoChannel on main yet"))
+rows.append(
+  Row(
+    figure: "generator iteration", ours: nil, baseline: "—", baselineValue: nil,
+    note: "no co_sequence on main yet"))
+for (count, memory) in [(10_000, memory10k), (100_000, memory100k)] {
+  let parked = Int(memory[1])
+  let failed = Int(memory[2])
+  let label = count.formatted(.number.grouping(.automatic)).replacingOccurrences(of: ",", with: " ")
+  var row = Row(
+    figure: "resident memory per parked coroutine, \(label) dedicated stacks"
+      + (failed > 0 ? " (only \(parked) started: \(failed) hit the mapping limit)" : ""),
+    ours: memory[0] / 1024, unit: "KiB", baseline: "5 KiB budget", baselineValue: 5, target: 1)
+  if parked == 0 { row.note = "no coroutine could start" }
+  rows.append(row)
+}
+rows.append(
+  Row(
+    figure: "resident memory per parked coroutine, shared stacks", ours: nil, unit: "KiB",
+    baseline: "1 KiB budget", baselineValue: 1, target: 1, note: "no shared-stack mode yet"))
+
+print("")
+print("swift-coroutines benchmarks — default backend \(CoroutineBackend.current), best of 3 runs")
+print("")
+printTable(rows)
+print("")
+print(
+  String(
+    format: "Baselines in this run: bare swapcontext %.1f ns, bare register switch %@, "
+      + "Task.yield %.1f ns, continuation across threads %.1f ns, TaskGroup child %.1f ns, "
+      + "AsyncStream ping-pong %.1f ns.",
+    bareSwapcontext, bareRegisterSwitch.map { String(format: "%.1f ns", $0) } ?? "n/a",
+    taskYield, continuation, taskGroupChild, asyncStream))
+print(String(format: "Total time %.1f s.", Double(baseline_now_ns() - started) / 1e9))
