@@ -40,6 +40,10 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   private let liveCoroutines = Atomic<Int>(0)
   private let timerSequence = Atomic<UInt64>(0)
   private let running = Atomic<Bool>(false)
+  /// True while `remoteJobs` or `remoteTimers` holds something: set under `lock` by other
+  /// threads, cleared under `lock` by the loop, read without it so that a turn with nothing
+  /// from elsewhere takes no lock.
+  private let hasRemoteWork = Atomic<Bool>(false)
 
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
   public init() {}
@@ -70,6 +74,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     }
     lock.withLock {
       remoteJobs.append(job)
+      hasRemoteWork.store(true, ordering: .relaxed)
       if sleeping { lock.signal() }
     }
   }
@@ -94,6 +99,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     } else {
       lock.withLock {
         remoteTimers.append(timer)
+        hasRemoteWork.store(true, ordering: .relaxed)
         if sleeping { lock.signal() }
       }
     }
@@ -145,7 +151,11 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   }
 
   private func takeRemoteWork() {
+    // A relaxed load suffices: work missed here is found by `waitForWork`, which looks again
+    // under the lock before sleeping, and the lock orders the queues' contents.
+    guard hasRemoteWork.load(ordering: .relaxed) else { return }
     lock.withLock {
+      hasRemoteWork.store(false, ordering: .relaxed)
       localJobs.takeAll(from: &remoteJobs)
       for timer in remoteTimers { timers.insert(timer) }
       remoteTimers.removeAll(keepingCapacity: true)
@@ -180,7 +190,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     lock.lock()
     defer { lock.unlock() }
     guard remoteJobs.isEmpty, remoteTimers.isEmpty else { return true }
-    if liveCoroutines.load(ordering: .acquiring) == 0, pendingTimers.load(ordering: .acquiring) == 0 {
+    if liveCoroutines.load(ordering: .acquiring) == 0, pendingTimers.load(ordering: .acquiring) == 0
+    {
       return false
     }
     sleeping = true
