@@ -1,18 +1,26 @@
 /// Ends one wait of one coroutine: the first `resume` wins, later ones are ignored, and a
 /// resumer dropped without resuming unwinds the coroutine with `CancellationError` instead of
 /// leaving it parked forever.
+///
+/// `@usableFromInline`, with the awaiting path `@inlinable`, so that a caller's `co_await` is
+/// specialised for its `T`: unspecialised, each wait looked up the generic metadata of
+/// `CoroutineResumer<T>`, `Result<T, any Error>` and its optional in the runtime's hash tables.
+@usableFromInline
 final class CoroutineResumer<T>: @unchecked Sendable {  // `Coroutine.claim` makes writes exclusive
-  private let coroutine: Coroutine
-  private let generation: UInt64
-  private let slot: UnsafeMutablePointer<Result<T, any Error>?>
+  @usableFromInline let coroutine: Coroutine
+  @usableFromInline let generation: UInt64
+  @usableFromInline let slot: UnsafeMutablePointer<Result<T, any Error>?>
 
-  init(coroutine: Coroutine, generation: UInt64, slot: UnsafeMutablePointer<Result<T, any Error>?>) {
+  @inlinable
+  init(coroutine: Coroutine, generation: UInt64, slot: UnsafeMutablePointer<Result<T, any Error>?>)
+  {
     self.coroutine = coroutine
     self.generation = generation
     self.slot = slot
   }
 
   /// Delivers `result` and wakes the coroutine, if this wait has not ended yet.
+  @inlinable
   func resume(_ result: Result<T, any Error>) {
     guard coroutine.claim(generation) else { return }
     slot.pointee = result
@@ -30,6 +38,7 @@ extension Coroutine {
   ///
   /// Must run on this coroutine's own stack. The result is written straight into this frame,
   /// so a wait allocates only the resumer.
+  @inlinable
   func suspend<T>(_ register: (CoroutineResumer<T>) -> Void) throws -> T {
     if isCancelled { throw CancellationError() }
     var delivered: Result<T, any Error>? = nil
@@ -48,6 +57,7 @@ extension Coroutine {
 ///
 /// - Throws: The future's error; `CancellationError` at once if the coroutine is cancelled
 ///   while waiting; ``CoroutineError/notInCoroutine`` outside a coroutine.
+@inlinable
 public func co_await<T>(_ future: CoFuture<T>) throws -> T {
   let coroutine = try Coroutine.requireCurrent()
   if coroutine.isCancelled { throw CancellationError() }
@@ -68,6 +78,7 @@ public func co_await<T>(_ future: CoFuture<T>) throws -> T {
 ///
 /// - Throws: The error delivered to the callback; `CancellationError` if the coroutine is
 ///   cancelled while waiting; ``CoroutineError/notInCoroutine`` outside a coroutine.
+@inlinable
 public func co_await<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> Void) -> Void)
   throws -> T
 {

@@ -6,6 +6,7 @@ import Synchronization
 /// The lifecycle (see ``CoroutineState``) and the wait word are atomics shared with wakers on
 /// other threads; every other field is touched only by the thread currently driving the
 /// coroutine, and the switch that hands it over orders those accesses.
+@usableFromInline  // reached from the inlinable awaiting path (see CoroutineResumer)
 final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics; see above
   /// Why control came back from the fiber to its resumer.
   private enum Exit { case park, reschedule, handBack, finish }
@@ -55,12 +56,14 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// The coroutine running on this thread, if any.
+  @usableFromInline
   static var current: Coroutine? {
     guard let pointer = cu_tls_current_coroutine() else { return nil }
     return Unmanaged<Coroutine>.fromOpaque(pointer).takeUnretainedValue()
   }
 
   /// The current coroutine, or `CoroutineError.notInCoroutine`.
+  @usableFromInline
   static func requireCurrent() throws(CoroutineError) -> Coroutine {
     guard let coroutine = current else { throw .notInCoroutine }
     return coroutine
@@ -69,6 +72,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// The lifecycle state right now (a snapshot: other threads may change it).
   var currentState: CoroutineState { state.load(ordering: .acquiring) }
 
+  @usableFromInline
   var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
 
   // MARK: Scheduling
@@ -179,6 +183,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // MARK: Waiting (called on the coroutine's own stack)
 
   /// Arms a new wait and returns its generation; a waker holding it may wake the coroutine once.
+  @usableFromInline
   func armWait() -> UInt64 {
     let generation = (waitWord.load(ordering: .relaxed) >> 1) &+ 1
     waitWord.store(generation << 1 | 1, ordering: .releasing)
@@ -186,6 +191,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// Switches out until the armed wait is claimed and woken; returns at once if it already was.
+  @usableFromInline
   func park() {
     if compareAndSwap(.wokenEarly, .running) { return }
     exit = .park
@@ -209,6 +215,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // MARK: Waking (any thread)
 
   /// Claims the wait of `generation`; only one claim per wait succeeds.
+  @usableFromInline
   func claim(_ generation: UInt64) -> Bool {
     waitWord.compareExchange(
       expected: generation << 1 | 1, desired: generation << 1, ordering: .acquiringAndReleasing
@@ -216,6 +223,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// Wakes the coroutine after a successful `claim`.
+  @usableFromInline
   func wake() {
     while true {
       if compareAndSwap(.suspended, .scheduled) {
