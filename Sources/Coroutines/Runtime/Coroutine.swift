@@ -23,6 +23,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     didSet { loop = scheduler as? CoroutineLoop }
   }
   private var loop: CoroutineLoop?
+  /// `home` as the loop that counts its coroutines, cast once: the cast is a conformance lookup.
+  private let accounting: (any CoroutineAccounting)?
 
   private let state: Atomic<CoroutineState>
   /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
@@ -48,7 +50,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.loop = scheduler as? CoroutineLoop
     self.state = Atomic(.created)
     self.body = body
-    CoroutineRegistry.coroutineCreated(on: scheduler)
+    self.accounting = scheduler as? any CoroutineAccounting
+    CoroutineRegistry.coroutineCreated(accounting: accounting)
   }
 
   deinit {
@@ -87,7 +90,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     if isCancelled {
       transition(.finish)
       body = nil
-      CoroutineRegistry.coroutineFinished(on: home)
+      CoroutineRegistry.coroutineFinished(accounting: accounting)
       fail(.cancelledBeforeStart)
       return
     }
@@ -98,7 +101,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     } catch {
       transition(.finish)
       body = nil
-      CoroutineRegistry.coroutineFinished(on: home)
+      CoroutineRegistry.coroutineFinished(accounting: accounting)
       fail(error)
       return
     }
@@ -164,7 +167,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       fiber = nil
       let publish = completion
       completion = nil
-      CoroutineRegistry.coroutineFinished(on: home)
+      CoroutineRegistry.coroutineFinished(accounting: accounting)
       publish?()
     case .handBack:
       transition(.reschedule)  // ready to be run inline again; nothing is enqueued
