@@ -41,6 +41,7 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
 
   /// Settles the future if it is pending; returns false when it had already settled.
   @discardableResult
+  @usableFromInline  // called from the inlinable co_launch
   func settle(_ result: Result<T, any Error>) -> Bool {
     let toNotify = mutex.withLock { _ -> Observers? in
       guard outcome == nil else { return nil }
@@ -89,9 +90,10 @@ public final class CoPromise<T>: CoFuture<T>, @unchecked Sendable {
   /// Creates a promise and runs `body` at once with its `fulfill` and `reject`; an error thrown
   /// by `body` rejects the promise.
   public convenience init(
-    _ body: @escaping (
-      _ fulfill: @escaping (T) -> Void, _ reject: @escaping (any Error) -> Void
-    ) throws -> Void
+    _ body:
+      @escaping (
+        _ fulfill: @escaping (T) -> Void, _ reject: @escaping (any Error) -> Void
+      ) throws -> Void
   ) {
     self.init()
     do {

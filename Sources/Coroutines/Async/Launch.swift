@@ -14,6 +14,7 @@ import CUContext
 ///     rest; a thrown error rejects the task and never crashes the process.
 /// - Returns: The task: await it, observe it, or cancel it.
 @discardableResult
+@inlinable  // specialised for the caller's T: unspecialised, each launch looked up generic metadata
 public func co_launch<T>(
   on scheduler: (any CoroutineScheduler)? = nil,
   name: String? = nil,
@@ -36,16 +37,21 @@ public func co_launch<T>(
 
 /// Lets the coroutine's body reach the task that is created after the coroutine. The cycle it
 /// makes (task → coroutine → body → task) is broken when the coroutine finishes.
-private final class TaskBox<T>: @unchecked Sendable {  // written once, before the coroutine starts
-  var task: CoTask<T>?
+@usableFromInline
+final class TaskBox<T>: @unchecked Sendable {  // written once, before the coroutine starts
+  @usableFromInline var task: CoTask<T>?
+
+  @usableFromInline init() {}
 }
 
 /// The scheduler for a coroutine launched without one.
+@usableFromInline
 func defaultScheduler() -> any CoroutineScheduler {
   Coroutine.current?.home ?? CoroutineLoop.current ?? CoroutineLoop.main
 }
 
-private func roundedToPages(_ size: Int) -> Int {
+@usableFromInline
+func roundedToPages(_ size: Int) -> Int {
   let page = cu_page_size()
   return (size + page - 1) / page * page
 }

@@ -7,6 +7,7 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {  // see CoFutur
   public let name: String?
   let coroutine: Coroutine
 
+  @usableFromInline  // called from the inlinable co_launch
   init(name: String?, coroutine: Coroutine) {
     self.name = name
     self.coroutine = coroutine

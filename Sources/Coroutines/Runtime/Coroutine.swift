@@ -39,6 +39,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Creates a coroutine that runs `body` on `scheduler`; nothing runs until `start()`.
   /// `body` returns the closure that publishes its outcome, called once the coroutine is off
   /// its stack; `abandon` publishes an error instead when the body never runs.
+  @usableFromInline
   init(
     scheduler: any CoroutineScheduler, name: String?, stackSize: Int,
     body: @escaping () -> (() -> Void)
@@ -81,6 +82,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // MARK: Scheduling
 
   /// Asks the scheduler to run the coroutine for the first time.
+  @usableFromInline
   func launch(failing fail: @escaping @Sendable (CoroutineError) -> Void) {
     let job: @Sendable () -> Void = { self.start(failing: fail) }
     scheduler.schedule(job)

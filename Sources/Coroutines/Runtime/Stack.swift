@@ -56,6 +56,7 @@ public enum CoroutineStack {
   /// Unmaps every pooled stack. Stacks of running or suspended coroutines are untouched.
   public static func drainPool() { StackPool.shared.trim(toPerSize: 0) }
 
+  @usableFromInline  // called from the inlinable co_launch
   static func validate(_ size: Int, in call: String) {
     precondition(
       size >= minimumSize,
