@@ -45,6 +45,7 @@ extension Coroutine {
     withUnsafeMutablePointer(to: &delivered) { slot in
       let generation = armWait()
       register(CoroutineResumer(coroutine: self, generation: generation, slot: slot))
+      endWaitIfCancelled(generation)
       park()
     }
     guard let delivered else { throw CancellationError() }
