@@ -65,7 +65,7 @@ enum BenchError: Error, CustomStringConvertible {
   }
 }
 
-/// How many operations each figure times: enough for a stable best-of-3, few enough that the
+/// How many operations each figure times: enough for a stable best-of-5, few enough that the
 /// whole run stays within a few minutes on a shared 2-core machine.
 enum Counts {
   /// `BENCH_COUNT=n` makes a child time n operations instead, for profiling a figure under perf

@@ -8,8 +8,10 @@ struct Row {
   /// The ratio ours/baseline must not exceed (or, with `atLeast`, must reach); nil: no target.
   var target: Double? = nil
   var atLeast = false
-  /// Why the figure is missing, if it is.
+  /// Why the figure is missing, if it is (reported as SKIPPED).
   var note: String? = nil
+  /// Why the figure could not be measured as asked, if so (reported as MISSED).
+  var shortfall: String? = nil
 
   var ratio: Double? {
     guard let ours, let baselineValue, baselineValue > 0 else { return nil }
@@ -18,6 +20,7 @@ struct Row {
 
   var verdict: String {
     if note != nil { return "SKIPPED" }
+    if shortfall != nil { return "MISSED" }
     guard let target, let ratio else { return "" }
     return (atLeast ? ratio >= target : ratio <= target) ? "MET" : "MISSED"
   }
@@ -28,7 +31,8 @@ func printTable(_ rows: [Row]) {
   print("| Figure | Ours | Baseline | Baseline value | Ratio | Target | Verdict |")
   print("|---|---:|---|---:|---:|---:|---|")
   for row in rows {
-    let ours = row.note ?? row.ours.map { format($0, row.unit) } ?? "—"
+    var ours = row.note ?? row.ours.map { format($0, row.unit) } ?? "—"
+    if let shortfall = row.shortfall { ours += " (\(shortfall))" }
     let baselineValue = row.baselineValue.map { format($0, row.unit) } ?? "—"
     let ratio = row.ratio.map { String(format: "%.2f×", $0) } ?? "—"
     let target =

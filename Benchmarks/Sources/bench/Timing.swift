@@ -3,7 +3,7 @@ import Dispatch
 
 /// Nanoseconds per operation: the best of `repetitions` runs, each doing `operations` of them.
 /// The best run is the one least disturbed by the other users of this shared machine.
-func bestNanoseconds(operations: Int, repetitions: Int = 3, _ run: () throws -> Void) rethrows
+func bestNanoseconds(operations: Int, repetitions: Int = 5, _ run: () throws -> Void) rethrows
   -> Double
 {
   var best = Double.infinity
@@ -17,7 +17,7 @@ func bestNanoseconds(operations: Int, repetitions: Int = 3, _ run: () throws -> 
 
 /// The async form of ``bestNanoseconds(operations:repetitions:_:)``.
 func bestNanoseconds(
-  operations: Int, repetitions: Int = 3, _ run: @Sendable () async -> Void
+  operations: Int, repetitions: Int = 5, _ run: @Sendable () async -> Void
 ) async -> Double {
   var best = Double.infinity
   for _ in 0..<repetitions {
