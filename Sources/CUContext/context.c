@@ -37,6 +37,7 @@ int cu_backend(void) { return current_backend; }
 static void trampoline(unsigned int high, unsigned int low) {
   cu_fiber *fiber = (cu_fiber *)(((uintptr_t)high << 32) | (uintptr_t)low);
   fiber->entry(fiber->argument);
+  if (fiber->shared != NULL) cu_shared_stack_leave(fiber);
   current_switch(&fiber->self, &fiber->resumer);
   abort();  // a finished fiber is prepared again before it is resumed again
 }
@@ -52,6 +53,7 @@ void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {
 }
 
 void cu_fiber_resume(cu_fiber *fiber) {
+  if (fiber->shared != NULL) cu_shared_stack_acquire(fiber);
   swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
   current_switch(&fiber->resumer, &fiber->self);
   swift_task_exitThreadLocalContext((char *)fiber->exclusivity);

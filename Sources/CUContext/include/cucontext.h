@@ -20,8 +20,31 @@ typedef void (*cu_fiber_entry)(void *_Nullable argument);
 /// touched. Returns NULL and leaves errno set when the kernel refuses the mapping.
 cu_fiber *_Nullable cu_fiber_new(size_t stack_size, size_t guard_size);
 
-/// Unmaps the fiber's stack. The fiber must not be running or suspended mid-body.
+/// Unmaps the fiber's stack, or for a fiber on a shared stack frees its record and saved bytes.
+/// The fiber must not be running or suspended mid-body.
 void cu_fiber_free(cu_fiber *_Nonnull fiber);
+
+/// A stack that many fibers take turns on: while one runs there, the used part of each of the
+/// others waits in a heap buffer of exactly its size. Opaque to Swift.
+typedef struct cu_shared_stack cu_shared_stack;
+
+/// Maps a shared stack of `stack_size` usable bytes (rounded up to whole pages) above a
+/// PROT_NONE guard of `guard_size` bytes. Returns NULL and leaves errno set when the kernel
+/// refuses.
+cu_shared_stack *_Nullable cu_shared_stack_new(size_t stack_size, size_t guard_size);
+
+/// Unmaps a shared stack. Every fiber bound to it must have been freed.
+void cu_shared_stack_free(cu_shared_stack *_Nonnull stack);
+
+/// Builds a fiber bound for life to `stack` (its frames hold absolute addresses, so it can only
+/// run where it began). Its record is on the heap; it takes no mapping of its own. Resume the
+/// fibers of one shared stack from one thread at a time, and never from a fiber on that same
+/// stack. Returns NULL when out of memory.
+cu_fiber *_Nullable cu_fiber_new_shared(cu_shared_stack *_Nonnull stack);
+
+/// Bytes of the fiber's stack held in its heap buffer right now (0 while its frames are in place
+/// on the shared stack, and always 0 for a fiber with its own stack).
+size_t cu_fiber_saved_size(const cu_fiber *_Nonnull fiber);
 
 /// Arms a new or finished fiber to run `entry(argument)` from the top of its stack on the next
 /// resume. Reusing a pooled fiber this way costs no system call.

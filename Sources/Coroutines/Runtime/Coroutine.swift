@@ -1,4 +1,5 @@
 import CUContext
+import Glibc
 import Synchronization
 
 /// The runtime's record of one stackful coroutine: its fiber, its state and its scheduler.
@@ -16,6 +17,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   let name: String?
   let stackSize: Int
+  /// True when the coroutine runs on one of its loop's shared stacks (see SharedStack.swift):
+  /// nothing may then point into its frames while it is parked.
+  @usableFromInline let usesSharedStack: Bool
   /// Where the coroutine belongs; `CoroutineLoop.run` waits for the coroutines of its loop.
   let home: any CoroutineScheduler
   /// Where the coroutine resumes now: `home`, except while it hops for `co_await(on:)`.
@@ -41,11 +45,14 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// its stack; `abandon` publishes an error instead when the body never runs.
   @usableFromInline
   init(
-    scheduler: any CoroutineScheduler, name: String?, stackSize: Int,
+    scheduler: any CoroutineScheduler, name: String?, stackSize: Int, sharedStack: Bool = false,
     body: @escaping () -> (() -> Void)
   ) {
+    precondition(
+      !sharedStack || scheduler is CoroutineLoop, "a shared-stack coroutine needs a CoroutineLoop")
     self.name = name
     self.stackSize = stackSize
+    self.usesSharedStack = sharedStack
     self.home = scheduler
     self.scheduler = scheduler
     self.loop = scheduler as? CoroutineLoop
@@ -76,6 +83,10 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// The lifecycle state right now (a snapshot: other threads may change it).
   var currentState: CoroutineState { state.load(ordering: .acquiring) }
 
+  /// Bytes of this coroutine's stack waiting in its heap buffer (shared stacks only; 0 while its
+  /// frames are in place). For tests and diagnostics, on the thread that drives the coroutine.
+  var savedStackBytes: Int { fiber.map { cu_fiber_saved_size($0) } ?? 0 }
+
   @usableFromInline
   var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
 
@@ -97,7 +108,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       return
     }
     do {
-      let fiber = try StackPool.shared.take(size: stackSize)
+      let fiber = try takeFiber()
       self.fiber = fiber
       cu_fiber_prepare(fiber, coroutineEntry, Unmanaged.passUnretained(self).toOpaque())
     } catch {
@@ -111,6 +122,24 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     switchIn()
   }
 
+  /// A fiber for the coroutine: from the stack pool, or bound to one of its loop's shared stacks.
+  private func takeFiber() throws(CoroutineError) -> OpaquePointer {
+    guard usesSharedStack else { return try StackPool.shared.take(size: stackSize) }
+    let stack = try loop!.sharedStacks.stack(size: stackSize)
+    guard let fiber = cu_fiber_new_shared(stack) else {
+      throw .stackAllocationFailed(size: stackSize, errno: ENOMEM)
+    }
+    return fiber
+  }
+
+  private func giveBackFiber(_ fiber: OpaquePointer) {
+    if usesSharedStack {
+      cu_fiber_free(fiber)
+    } else {
+      StackPool.shared.give(fiber, size: stackSize)
+    }
+  }
+
   /// Runs the coroutine on this thread until it parks, reschedules or finishes.
   func resume() {
     transition(.resume)
@@ -121,8 +150,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// created, or resumes it after `handBack()`. Returns what it did when control came back.
   /// Generators drive their producer this way.
   func runInline() throws(CoroutineError) -> InlineOutcome {
+    precondition(!usesSharedStack, "a shared-stack coroutine cannot be run inline")
     if currentState == .created {
-      let fiber = try StackPool.shared.take(size: stackSize)
+      let fiber = try takeFiber()
       self.fiber = fiber
       cu_fiber_prepare(fiber, coroutineEntry, Unmanaged.passUnretained(self).toOpaque())
       transition(.start)
@@ -165,7 +195,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       enqueueResume()
     case .finish:
       transition(.finish)
-      StackPool.shared.give(fiber!, size: stackSize)
+      giveBackFiber(fiber!)
       fiber = nil
       let publish = completion
       completion = nil

@@ -48,6 +48,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// threads, cleared under `lock` by the loop, read without it so that a turn with nothing
   /// from elsewhere takes no lock.
   private let hasRemoteWork = Atomic<Bool>(false)
+  /// The stacks this loop's shared-stack coroutines take turns on.
+  let sharedStacks = SharedStackSet()
 
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
   public init() {}
