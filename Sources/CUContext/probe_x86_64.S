@@ -1,7 +1,8 @@
 // A witness for the backend self-check (probe.c): calls fn(arg) with a known value in every
 // callee-saved register and reports whether any came back changed. Each side of a switch uses
-// its own seed, so a switch that leaves one side's value in place is caught too. A switch that forgets to
-// restore one of them is caught here deterministically, whatever the C compiler keeps where.
+// its own seed, so a switch that leaves one side's value in place is caught too. A switch that
+// forgets to restore one of them is caught here deterministically, whatever the C compiler keeps
+// where.
 #if defined(__x86_64__)
 
         .text

@@ -81,7 +81,7 @@ enum {
   CU_PROBE_UNAVAILABLE = 1,       // the backend does not exist on this machine
   CU_PROBE_NO_MEMORY = 2,         // the probe could not allocate its context
   CU_PROBE_NOT_STARTED = 3,       // the made context did not run, or ran the wrong number of times
-  CU_PROBE_BAD_ARGUMENTS = 4,     // the made context's entry did not receive makecontext's arguments
+  CU_PROBE_BAD_ARGUMENTS = 4,     // the made context's entry missed makecontext's arguments
   CU_PROBE_LOST_REGISTERS = 5,    // a callee-saved register changed across a switch
   CU_PROBE_LOST_FP_CONTROL = 6,   // a side's x87 or SSE rounding mode leaked to the other
 };
