@@ -20,9 +20,17 @@ enum Child {
     case "spawn": numbers = [try CoroutineFigures.spawnAndComplete(Counts.spawn)]
     case "promise":
       numbers = [try CoroutineFigures.promiseAcrossThreads(Counts.crossThread, mailbox: Mailbox())]
+    case "loop-shared":
+      numbers = [try CoroutineFigures.sharedLoopRoundTrip(Counts.loop(CoroutineBackend.current))]
+    case "alternate-shared":
+      numbers = [try CoroutineFigures.sharedAlternation(Counts.loop(CoroutineBackend.current) / 2)]
     case let name where name.hasPrefix("memory-"):
       let count = Int(name.dropFirst("memory-".count))!
-      let result = try CoroutineFigures.residentMemoryPerParked(count)
+      let result = try CoroutineFigures.residentMemoryPerParked(count, stack: .dedicated)
+      numbers = [result.bytes, Double(result.parked), Double(result.failed)]
+    case let name where name.hasPrefix("sharedmemory-"):
+      let count = Int(name.dropFirst("sharedmemory-".count))!
+      let result = try CoroutineFigures.residentMemoryPerParked(count, stack: .shared)
       numbers = [result.bytes, Double(result.parked), Double(result.failed)]
     default:
       fatalError("unknown figure \(arguments[2])")

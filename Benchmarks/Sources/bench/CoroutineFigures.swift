@@ -34,6 +34,43 @@ enum CoroutineFigures {
     }
   }
 
+  /// The public-API round trip of a coroutine on a shared stack that nobody else uses: it stays
+  /// the stack's occupant, so no bytes are copied.
+  static func sharedLoopRoundTrip(_ count: Int) throws -> Double {
+    try CoroutineLoop.run {
+      let loop = CoroutineLoop.current!
+      return try co_launch(stack: .shared) {
+        try bestNanoseconds(operations: count) {
+          for _ in 0..<count {
+            let _: Void = try co_await { done in loop.schedule { done(.success(())) } }
+          }
+        }
+      }.await()
+    }
+  }
+
+  /// Two coroutines on the same shared stack taking turns: every resumption copies one out and
+  /// the other in. Nanoseconds per resumption.
+  static func sharedAlternation(_ count: Int) throws -> Double {
+    try CoroutineLoop.run {
+      let loop = CoroutineLoop.current!
+      // Stacks are handed out round robin: the first and the last of these share one.
+      var tasks: [CoTask<Double>] = []
+      for index in 0...4 {
+        tasks.append(
+          co_launch(stackSize: 80 * 1024, stack: .shared) { () -> Double in
+            guard index == 0 || index == 4 else { return 0 }
+            return try bestNanoseconds(operations: 2 * count) {
+              for _ in 0..<count {
+                let _: Void = try co_await { done in loop.schedule { done(.success(())) } }
+              }
+            }
+          })
+      }
+      return try tasks[0].await()
+    }
+  }
+
   /// Launching `count` coroutines at once on a loop and running each to completion.
   static func spawnAndComplete(_ count: Int) throws -> Double {
     try bestNanoseconds(operations: count, repetitions: 1) {
@@ -57,10 +94,10 @@ enum CoroutineFigures {
     }
   }
 
-  /// Resident memory added per coroutine parked on a promise, each on its own dedicated stack:
+  /// Resident memory added per coroutine parked on a promise, on dedicated or shared stacks:
   /// everything a user pays for (stack pages touched, fiber, coroutine, task). Returns the bytes
   /// per parked coroutine, how many parked, and how many could not start.
-  static func residentMemoryPerParked(_ count: Int) throws -> (
+  static func residentMemoryPerParked(_ count: Int, stack: CoroutineStack.Mode) throws -> (
     bytes: Double, parked: Int, failed: Int
   ) {
     try CoroutineLoop.run {
@@ -69,7 +106,7 @@ enum CoroutineFigures {
       var tasks: [CoTask<Void>] = []
       tasks.reserveCapacity(count)
       let before = residentBytes()
-      for _ in 0..<count { tasks.append(co_launch { try co_await(gate) }) }
+      for _ in 0..<count { tasks.append(co_launch(stack: stack) { try co_await(gate) }) }
       // The launches were queued before this resumption, so every coroutine has started and
       // parked (or failed to get a stack) by the time it comes back.
       let _: Void = try co_await { done in loop.schedule { done(.success(())) } }

@@ -38,10 +38,19 @@ let shim = try perBackend("shim")
 let loop = try perBackend("loop")
 let spawn = try perBackend("spawn")
 let promise = try perBackend("promise")
-progress("memory, 10 000 parked")
-let memory10k = try Child.measure("memory-10000", on: CoroutineBackend.current)
-progress("memory, 100 000 parked")
-let memory100k = try Child.measure("memory-100000", on: CoroutineBackend.current)
+progress("shared-stack round trips on \(CoroutineBackend.current)")
+let sharedLoop = try Child.measure("loop-shared", on: CoroutineBackend.current)
+let sharedAlternation = try Child.measure("alternate-shared", on: CoroutineBackend.current)
+var dedicatedMemory: [(Int, [Double])] = []
+for count in [10_000, 100_000] {
+  progress("memory, \(count) parked on dedicated stacks")
+  dedicatedMemory.append((count, try Child.measure("memory-\(count)", on: .current)))
+}
+var sharedMemory: [(Int, [Double])] = []
+for count in [10_000, 100_000, 1_000_000] {
+  progress("memory, \(count) parked on shared stacks")
+  sharedMemory.append((count, try Child.measure("sharedmemory-\(count)", on: .current)))
+}
 
 var rows: [Row] = []
 for backend in backends {
@@ -82,23 +91,35 @@ rows.append(
   Row(
     figure: "generator iteration", ours: nil, baseline: "—", baselineValue: nil,
     note: "no co_sequence on main yet"))
-for (count, memory) in [(10_000, memory10k), (100_000, memory100k)] {
-  let parked = Int(memory[1])
-  let failed = Int(memory[2])
-  let label = count.formatted(.number.grouping(.automatic)).replacingOccurrences(of: ",", with: " ")
-  var row = Row(
-    figure: "resident memory per parked coroutine, \(label) dedicated stacks",
-    ours: memory[0] / 1024, unit: "KiB", baseline: "5 KiB budget", baselineValue: 5, target: 1)
-  if failed > 0 {
-    // Each dedicated stack costs two memory mappings; vm.max_map_count stops them near 32 700.
-    row.shortfall = "only \(parked) of \(count) could get a stack: the mapping limit"
-  }
-  rows.append(row)
-}
+let current = CoroutineBackend.current
 rows.append(
   Row(
-    figure: "resident memory per parked coroutine, shared stacks", ours: nil, unit: "KiB",
-    baseline: "1 KiB budget", baselineValue: 1, target: 1, note: "no shared-stack mode yet"))
+    figure: "round trip, public API, shared stack, no other occupant (\(current))",
+    ours: sharedLoop[0], baseline: "same on a dedicated stack", baselineValue: loop[current]?[0]))
+rows.append(
+  Row(
+    figure: "resumption, two coroutines taking turns on one shared stack (\(current))",
+    ours: sharedAlternation[0], baseline: "round trip on a dedicated stack",
+    baselineValue: loop[current]?[0]))
+for (mode, budget, measurements) in [
+  ("dedicated", 5.0, dedicatedMemory), ("shared", 1.0, sharedMemory),
+] {
+  for (count, memory) in measurements {
+    let parked = Int(memory[1])
+    let failed = Int(memory[2])
+    let label = count.formatted(.number.grouping(.automatic))
+      .replacingOccurrences(of: ",", with: " ")
+    var row = Row(
+      figure: "resident memory per parked coroutine, \(label) \(mode) stacks",
+      ours: memory[0] / 1024, unit: "KiB", baseline: "\(Int(budget)) KiB budget",
+      baselineValue: budget, target: 1)
+    if failed > 0 {
+      // Each dedicated stack costs two memory mappings; vm.max_map_count stops them near 32 700.
+      row.shortfall = "only \(parked) of \(count) could get a stack: the mapping limit"
+    }
+    rows.append(row)
+  }
+}
 
 print("")
 print(
