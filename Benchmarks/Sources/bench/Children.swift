@@ -20,6 +20,12 @@ enum Child {
     case "spawn": numbers = [try CoroutineFigures.spawnAndComplete(Counts.spawn)]
     case "promise":
       numbers = [try CoroutineFigures.promiseAcrossThreads(Counts.crossThread, mailbox: Mailbox())]
+    case "generator":
+      numbers = [CoroutineFigures.generatorNext(Counts.loop(CoroutineBackend.current))]
+    case "channel-loop":
+      numbers = [try CoroutineFigures.channelPingPong(Counts.channel, acrossThreads: false)]
+    case "channel-threads":
+      numbers = [try CoroutineFigures.channelPingPong(Counts.crossThread, acrossThreads: true)]
     case "loop-shared":
       numbers = [try CoroutineFigures.sharedLoopRoundTrip(Counts.loop(CoroutineBackend.current))]
     case "alternate-shared":
@@ -90,6 +96,7 @@ enum Counts {
   }
   static var spawn: Int { override ?? 1_000_000 }
   static var crossThread: Int { override ?? 20_000 }
+  static var channel: Int { override ?? 200_000 }
   static let taskYield = 1_000_000
   static let taskGroupChildren = 200_000
   static let asyncStream = 100_000

@@ -71,6 +71,43 @@ enum CoroutineFigures {
     }
   }
 
+  /// An inline generator's `next()`: one resume of the producer and one suspension at its
+  /// `yield`, with no scheduler in between — the plainest round trip the public API has.
+  static func generatorNext(_ count: Int) -> Double {
+    bestNanoseconds(operations: count) {
+      let numbers = co_sequence { (yield: CoYield<Int>) in
+        for index in 0..<count { try yield(index) }
+      }
+      var sum = 0
+      for value in numbers { sum &+= value }
+      precondition(sum == count * (count - 1) / 2)
+    }
+  }
+
+  /// Two coroutines passing a value back and forth through two rendezvous channels, both on
+  /// one loop (`acrossThreads == false`) or the second on a serial dispatch queue. Nanoseconds
+  /// per round trip.
+  static func channelPingPong(_ count: Int, acrossThreads: Bool) throws -> Double {
+    try CoroutineLoop.run {
+      try bestNanoseconds(operations: count) {
+        let pings = CoChannel<Int>()
+        let pongs = CoChannel<Int>()
+        let other: (any CoroutineScheduler)? =
+          acrossThreads ? DispatchQueue(label: "bench.pong") : nil
+        let responder = co_launch(on: other) {
+          for value in pings { try pongs.send(value) }
+        }
+        for index in 0..<count {
+          try pings.send(index)
+          let echoed = try pongs.receive()
+          precondition(echoed == index)
+        }
+        pings.close()
+        try responder.await()
+      }
+    }
+  }
+
   /// Launching `count` coroutines at once on a loop and running each to completion.
   static func spawnAndComplete(_ count: Int) throws -> Double {
     try bestNanoseconds(operations: count, repetitions: 1) {

@@ -38,6 +38,9 @@ let shim = try perBackend("shim")
 let loop = try perBackend("loop")
 let spawn = try perBackend("spawn")
 let promise = try perBackend("promise")
+let generator = try perBackend("generator")
+let channelLoop = try perBackend("channel-loop")
+let channelThreads = try perBackend("channel-threads")
 progress("shared-stack round trips on \(CoroutineBackend.current)")
 let sharedLoop = try Child.measure("loop-shared", on: CoroutineBackend.current)
 let sharedAlternation = try Child.measure("alternate-shared", on: CoroutineBackend.current)
@@ -62,6 +65,11 @@ for backend in backends {
       baseline: bareName, baselineValue: bare, target: backend == .fast ? 3 : 1.15))
   rows.append(
     Row(
+      figure: "resume+suspend round trip, generator next() (\(backend))",
+      ours: generator[backend]?[0], baseline: bareName, baselineValue: bare,
+      target: backend == .fast ? 3 : 1.15))
+  rows.append(
+    Row(
       figure: "resume+suspend round trip, shim only (\(backend))", ours: shim[backend]?[0],
       baseline: bareName, baselineValue: bare))
   rows.append(
@@ -83,14 +91,17 @@ for backend in backends {
       ours: promise[backend]?[0], baseline: "continuation resumed on another thread",
       baselineValue: continuation, target: backend == CoroutineBackend.current ? 0.5 : nil))
 }
-rows.append(
-  Row(
-    figure: "channel ping-pong, one loop", ours: nil, baseline: "AsyncStream ping-pong",
-    baselineValue: asyncStream, target: 1.0 / 15, note: "no CoChannel on main yet"))
-rows.append(
-  Row(
-    figure: "generator iteration", ours: nil, baseline: "—", baselineValue: nil,
-    note: "no co_sequence on main yet"))
+for backend in backends {
+  rows.append(
+    Row(
+      figure: "channel ping-pong, one loop (\(backend))", ours: channelLoop[backend]?[0],
+      baseline: "AsyncStream ping-pong", baselineValue: asyncStream,
+      target: backend == CoroutineBackend.current ? 1.0 / 15 : nil))
+  rows.append(
+    Row(
+      figure: "channel ping-pong, two threads (\(backend))", ours: channelThreads[backend]?[0],
+      baseline: "AsyncStream ping-pong", baselineValue: asyncStream))
+}
 let current = CoroutineBackend.current
 rows.append(
   Row(
