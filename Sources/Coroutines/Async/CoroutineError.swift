@@ -11,6 +11,8 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
   case actorStopped
   /// A timeout passed before the awaited value arrived.
   case timedOut
+  /// A value was refused by `CoFuture.validate(on:_:)`: its predicate returned false.
+  case validationFailed
   /// The task was cancelled before its coroutine ever ran, so its body never started.
   case cancelledBeforeStart
   /// The kernel refused to map a coroutine stack of `size` bytes (`errno` says why).
@@ -26,6 +28,7 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
     case .channelClosed: "the channel is closed"
     case .actorStopped: "the actor was stopped before it answered"
     case .timedOut: "the operation timed out"
+    case .validationFailed: "the value was refused by validate(_:)"
     case .cancelledBeforeStart: "the task was cancelled before its coroutine started"
     case .stackAllocationFailed(let size, let code):
       "could not map a \(size)-byte coroutine stack (\(String(cString: strerror(code)))): each "

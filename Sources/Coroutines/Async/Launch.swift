@@ -10,14 +10,20 @@ import CUContext
 ///   - stackSize: Bytes of stack, from ``CoroutineStack/minimumSize`` to
 ///     ``CoroutineStack/maximumSize``; ``CoroutineStack/defaultSize`` when `nil`. A size out of
 ///     range stops the program with a message naming it.
+///   - detached: Inside a coroutine, the new coroutine is its child (see ``CoTask``) unless this
+///     is true: a detached coroutine is not cancelled with the launching one, which does not
+///     wait for it. Long-lived coroutines (an actor, a server loop) started from a coroutine
+///     should be detached or launched in a ``CoScope``.
 ///   - body: The coroutine's code. It may suspend with `co_await`, ``co_delay(_:)`` and the
-///     rest; a thrown error rejects the task and never crashes the process.
+///     rest; a thrown error rejects the task and never crashes the process. An error that
+///     nobody observes goes to ``CoUnhandledErrors``.
 /// - Returns: The task: await it, observe it, or cancel it.
 @discardableResult
 public func co_launch<T>(
   on scheduler: (any CoroutineScheduler)? = nil,
   name: String? = nil,
   stackSize: Int? = nil,
+  detached: Bool = false,
   _ body: @escaping () throws -> T
 ) -> CoTask<T> {
   if let stackSize { CoroutineStack.validate(stackSize, in: "co_launch(stackSize:)") }
@@ -26,11 +32,16 @@ public func co_launch<T>(
   let box = TaskBox<T>()
   let coroutine = Coroutine(scheduler: target, name: name, stackSize: size) {
     let outcome = Result { try body() }
-    return { box.task?.settle(outcome) }
+    return { box.task?.finish(outcome) }
   }
-  let task = CoTask<T>(name: name, coroutine: coroutine)
+  let parent = detached ? nil : Coroutine.current?.attachment as? any TaskNode
+  let task = CoTask<T>(
+    name: name, coroutine: coroutine, parent: parent,
+    unhandledErrorHandler: CoUnhandledErrors.inherited)
   box.task = task
-  coroutine.launch { error in task.settle(.failure(error)) }
+  coroutine.attachment = task
+  if let parent, !parent.adopt(task) { coroutine.cancel() }
+  coroutine.launch { error in task.finish(.failure(error)) }
   return task
 }
 

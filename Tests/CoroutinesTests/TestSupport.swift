@@ -1,0 +1,157 @@
+import Dispatch
+import Synchronization
+import Testing
+
+@testable import Coroutines
+
+/// Errors the tests throw and expect back.
+enum Failure: Error, Equatable {
+  case first, second, third, disk
+  case attempt(Int)
+}
+
+/// True if `result` is a failure with `CancellationError`.
+func isCancellation<T>(_ result: Result<T, any Error>?) -> Bool {
+  guard case .failure(let error)? = result else { return false }
+  return error is CancellationError
+}
+
+/// The error of a failed result, if it is a `Failure`.
+func failure<T>(_ result: Result<T, any Error>?) -> Failure? {
+  guard case .failure(let error)? = result else { return nil }
+  return error as? Failure
+}
+
+/// The error of a failed result, if it is a `CoroutineError`.
+func coroutineError<T>(_ result: Result<T, any Error>?) -> CoroutineError? {
+  guard case .failure(let error)? = result else { return nil }
+  return error as? CoroutineError
+}
+
+/// The value of a fulfilled result.
+func value<T>(_ result: Result<T, any Error>?) -> T? {
+  guard case .success(let value)? = result else { return nil }
+  return value
+}
+
+/// A future already fulfilled with `value`.
+func fulfilled<T>(_ value: T) -> CoFuture<T> {
+  let promise = CoPromise<T>()
+  promise.fulfill(value)
+  return promise
+}
+
+/// A future already rejected with `error`.
+func rejected<T>(_ error: any Error, as: T.Type = T.self) -> CoFuture<T> {
+  let promise = CoPromise<T>()
+  promise.reject(error)
+  return promise
+}
+
+/// A thread-safe counter owned by one test.
+final class Counter: Sendable {
+  private let storage = Atomic<Int>(0)
+  var value: Int { storage.load(ordering: .acquiring) }
+  @discardableResult
+  func increment() -> Int { storage.add(1, ordering: .acquiringAndReleasing).newValue }
+}
+
+/// A thread-safe list owned by one test.
+final class Log<Element: Sendable>: Sendable {
+  private let storage = Mutex<[Element]>([])
+  var entries: [Element] { storage.withLock { $0 } }
+  func append(_ element: Element) { storage.withLock { $0.append(element) } }
+}
+
+/// Runs `jobs[i]` for every i on Dispatch worker threads, in the order given by `order`,
+/// all at about the same time, and returns once all have run.
+func runConcurrently(_ jobs: [@Sendable () -> Void], order: [Int]) {
+  let group = DispatchGroup()
+  for index in order {
+    let job = jobs[index]
+    DispatchQueue.global().async(group: group) { job() }
+  }
+  group.wait()
+}
+
+/// A stack size that no other test uses, so a test can check that every stack of that size it
+/// mapped is back in the pool (no coroutine of its own left alive) while other tests run.
+enum TestStacks {
+  private static let next = Atomic<Int>(0)
+
+  static func uniqueSize() -> Int {
+    CoroutineStack.minimumSize + 4096 * (1 + next.add(1, ordering: .relaxed).newValue)
+  }
+
+  /// True when no stack of `size` is in use.
+  static func allReturned(size: Int) -> Bool {
+    StackPool.shared.mappedCount(size: size) == StackPool.shared.pooledCount(size: size)
+  }
+}
+
+/// A scheduler with a hand-driven clock, just enough to drive timers deterministically: jobs
+/// and due timers run only inside `runUntilIdle()` / `advance(by:)`, on the calling thread.
+final class ManualScheduler: CoroutineScheduler, @unchecked Sendable {  // state behind `mutex`
+  private struct Timer {
+    let deadline: Double
+    let sequence: Int
+    let job: @Sendable () -> Void
+    let flag: ManualTimer
+  }
+
+  private let mutex = Mutex<Void>(())
+  private var jobs: [@Sendable () -> Void] = []
+  private var timers: [Timer] = []
+  private var sequence = 0
+  private(set) var now: Double = 0
+
+  func schedule(_ job: @escaping @Sendable () -> Void) {
+    mutex.withLock { _ in jobs.append(job) }
+  }
+
+  func schedule(after seconds: Double, _ job: @escaping @Sendable () -> Void)
+    -> any CoroutineTimer
+  {
+    let flag = ManualTimer()
+    mutex.withLock { _ in
+      sequence += 1
+      timers.append(
+        Timer(deadline: now + max(seconds, 0), sequence: sequence, job: job, flag: flag))
+    }
+    return flag
+  }
+
+  /// Timers not yet fired nor cancelled.
+  var pendingTimers: Int { mutex.withLock { _ in timers.filter { !$0.flag.isCancelled }.count } }
+
+  /// Runs queued jobs (and the jobs they queue) until none is left; time does not move.
+  func runUntilIdle() {
+    while let job = mutex.withLock({ _ in jobs.isEmpty ? nil : jobs.removeFirst() }) { job() }
+  }
+
+  /// Moves the clock forward, firing due timers in deadline order and running jobs as it goes.
+  func advance(by seconds: Double) {
+    let end = now + seconds
+    runUntilIdle()
+    while let timer = mutex.withLock({ _ -> Timer? in
+      timers.removeAll { $0.flag.isCancelled }
+      guard let next = timers.min(by: { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }),
+        next.deadline <= end
+      else { return nil }
+      timers.removeAll { $0.sequence == next.sequence }
+      now = next.deadline
+      return next
+    }) {
+      if timer.flag.claimForFiring() { timer.job() }
+      runUntilIdle()
+    }
+    mutex.withLock { _ in now = end }
+  }
+}
+
+final class ManualTimer: CoroutineTimer {
+  private let done = Atomic<Bool>(false)
+  func cancel() { _ = claimForFiring() }
+  func claimForFiring() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
+  var isCancelled: Bool { done.load(ordering: .acquiring) }
+}
