@@ -155,3 +155,33 @@ final class ManualTimer: CoroutineTimer {
   func claimForFiring() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
   var isCancelled: Bool { done.load(ordering: .acquiring) }
 }
+
+/// A small seeded generator (SplitMix64), so shuffled orders are the same on every run.
+struct SeededGenerator: RandomNumberGenerator {
+  private var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var mixed = state
+    mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+    return mixed ^ (mixed >> 31)
+  }
+}
+
+/// Settles futures one at a time from many threads, recording which settles took effect in
+/// the order they did: with settling serialised by one lock, the first entry is exactly the
+/// first input to settle, while the threads still race for the lock.
+final class SettleRecorder: Sendable {
+  private let order = Mutex<[Int]>([])
+
+  var settled: [Int] { order.withLock { $0 } }
+
+  func settle<T>(_ promise: CoPromise<T>, index: Int, with result: Result<T, any Error>) {
+    // The lock is held across the settle so that its callbacks run before the next settle.
+    nonisolated(unsafe) let result = result
+    order.withLock { order in
+      if promise.settle(result) { order.append(index) }
+    }
+  }
+}
