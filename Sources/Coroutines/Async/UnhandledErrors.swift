@@ -22,7 +22,7 @@ import Synchronization
 /// ```swift
 /// let reported = CoPromise<String>()
 /// try CoUnhandledErrors.withHandler({ _, error in reported.fulfill("\(error)") }) {
-///   try CoroutineLoop.run { co_launch(name: "worker") { throw Failure.disk } }
+///   try CoroutineLoop.run { _ = co_launch(name: "worker") { throw Failure.disk } }
 /// }
 /// ```
 public enum CoUnhandledErrors {
@@ -32,12 +32,17 @@ public enum CoUnhandledErrors {
 
   /// The default: one line on standard error with the coroutine's name and the error.
   public static let standardError: Handler = { name, error in
-    let label = name.map { "'\($0)'" } ?? "(unnamed)"
-    let line = "swift-coroutines: unhandled error in coroutine \(label): \(error)\n"
+    let line = message(coroutineName: name, error: error) + "\n"
     // One write(2) per line, so lines from several threads never interleave.
     _ = line.utf8CString.withUnsafeBufferPointer {
       write(STDERR_FILENO, $0.baseAddress, $0.count - 1)
     }
+  }
+
+  /// The line ``standardError`` writes, without its newline.
+  static func message(coroutineName name: String?, error: any Error) -> String {
+    let label = name.map { "'\($0)'" } ?? "(unnamed)"
+    return "swift-coroutines: unhandled error in coroutine \(label): \(error)"
   }
 
   private static let global = Mutex<Handler>(standardError)
@@ -51,6 +56,7 @@ public enum CoUnhandledErrors {
 
   /// Runs `body` with `handler` installed on this thread: coroutines launched by `body` on this
   /// thread, and every coroutine they launch in turn, report to `handler`.
+  @discardableResult
   public static func withHandler<R>(_ handler: @escaping Handler, _ body: () throws -> R)
     rethrows -> R
   {
