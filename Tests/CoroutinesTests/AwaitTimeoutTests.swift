@@ -17,11 +17,15 @@ import Testing
     let unwound = Counter()
     let (error, workResult) = try CoroutineLoop.run {
       () -> (CoroutineError?, Result<Int, any Error>?) in
+      let started = CoPromise<Void>()
       let work = co_launch(stackSize: size) { () -> Int in
         defer { unwound.increment() }
+        started.fulfill(())
         try co_await(CoPromise<Void>())
         return 1
       }
+      // Wait until it runs, so the timeout finds it suspended rather than not yet started.
+      try co_await(started)
       do {
         _ = try work.await(timeout: 0.001)
         return (nil, nil)

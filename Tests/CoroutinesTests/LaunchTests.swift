@@ -6,7 +6,8 @@ import Testing
   @Test func aDetachedCoroutineIsNotWaitedForNorCancelledWithItsLauncher() throws {
     let size = TestStacks.uniqueSize()
     let gate = CoPromise<Void>()
-    let (launcherResult, detachedRan) = try CoroutineLoop.run { () -> (Result<Void, any Error>?, Bool) in
+    let (launcherResult, detachedRan) = try CoroutineLoop.run {
+      () -> (Result<Void, any Error>?, Bool) in
       let holder = CoPromise<CoTask<Int>>()
       let launcher = co_launch(stackSize: size) { () -> Void in
         holder.fulfill(

@@ -174,15 +174,20 @@ import Testing
     let size = TestStacks.uniqueSize()
     let unwound = Log<String>()
     let result = try CoroutineLoop.run { () -> Result<Void, any Error>? in
-      let scope = CoScope(timeout: 0.001)
+      let scope = CoScope()
+      let childStarted = CoPromise<Void>()
       let worker = scope.launch(stackSize: size) { () -> Void in
         defer { unwound.append("worker") }
         co_launch(stackSize: size) { () -> Void in
           defer { unwound.append("child") }
+          childStarted.fulfill(())
           try co_await(CoPromise<Void>())
         }
         try co_await(CoPromise<Void>())
       }
+      // Set once both run, so the deadline finds them suspended rather than not yet started.
+      try co_await(childStarted)
+      scope.cancel(after: 0.001)
       _ = try? co_await(worker)
       return worker.result
     }

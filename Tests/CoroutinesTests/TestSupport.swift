@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 import Testing
 
@@ -63,13 +64,18 @@ final class Log<Element: Sendable>: Sendable {
   func append(_ element: Element) { storage.withLock { $0.append(element) } }
 }
 
-/// Runs `jobs[i]` for every i on Dispatch worker threads, in the order given by `order`,
-/// all at about the same time, and returns once all have run.
+/// Runs each job on a thread of its own, starting them in the order given by `order`, and
+/// returns once all have run. (Not on `DispatchQueue.global()`: on Linux it shares its few
+/// threads with Swift's cooperative pool, which the waiting test itself occupies.)
 func runConcurrently(_ jobs: [@Sendable () -> Void], order: [Int]) {
   let group = DispatchGroup()
   for index in order {
     let job = jobs[index]
-    DispatchQueue.global().async(group: group) { job() }
+    group.enter()
+    Thread {
+      job()
+      group.leave()
+    }.start()
   }
   group.wait()
 }

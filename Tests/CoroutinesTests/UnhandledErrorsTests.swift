@@ -66,7 +66,9 @@ import Testing
     let log = Log<String>()
     var held: [CoTask<Void>] = []
     try CoUnhandledErrors.withHandler({ name, _ in log.append(name ?? "-") }) {
-      held = try CoroutineLoop.run { [co_launch(name: "kept") { () -> Void in throw Failure.disk }] }
+      held = try CoroutineLoop.run {
+        [co_launch(name: "kept") { () -> Void in throw Failure.disk }]
+      }
     }
     #expect(held.first?.isSettled == true)
     #expect(log.entries.isEmpty)

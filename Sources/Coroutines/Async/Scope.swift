@@ -27,6 +27,10 @@ extension CoFuture: CoCancellable {}
 ///   running if nothing else holds it.
 /// - Other cancellables are held weakly: one that is gone by then needs no cancelling.
 /// - Anything added to a scope that is already cancelled is cancelled at once.
+/// - Members are cancelled in the order they were added, on the thread that cancels the scope:
+///   the caller of ``cancel()``, the thread that releases the scope, or the deadline's timer.
+///   Add an object that is not thread-safe (an inline generator, say) only to a scope that is
+///   cancelled on the thread that uses the object.
 ///
 /// Coroutines launched with ``launch(on:name:stackSize:_:)`` belong to the scope rather than to
 /// the coroutine that launched them: they outlive it, and its task does not wait for them.
@@ -34,7 +38,7 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
   private enum Member {
     case future(CoCancellable)
     case object(WeakCancellable)
-    case action(() -> Void)
+    case action(@Sendable () -> Void)
 
     func cancel() {
       switch self {
@@ -94,8 +98,8 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
   }
 
   /// Adds an action that runs when the scope is cancelled or released (at once if it already
-  /// was): closing a channel, say.
-  public func onCancel(_ action: @escaping () -> Void) {
+  /// was): closing a channel, say. It runs on the thread that cancels the scope.
+  public func onCancel(_ action: @escaping @Sendable () -> Void) {
     insert(.action(action))
   }
 
