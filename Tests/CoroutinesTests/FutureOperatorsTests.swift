@@ -167,7 +167,7 @@ import Testing
   // MARK: always
 
   @Test func alwaysRunsOnFulfilmentBeforeTheResultSettles() {
-    let log = Log<String>()
+    let log = Journal<String>()
     let promise = CoPromise<Int>()
     let ensured = promise.always { log.append("always") }
     ensured.whenComplete { _ in log.append("settled") }

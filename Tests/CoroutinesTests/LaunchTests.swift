@@ -31,7 +31,7 @@ import Testing
   }
 
   @Test func aDetachedCoroutineKeepsTheUnhandledErrorHandler() throws {
-    let log = Log<String>()
+    let log = Journal<String>()
     try CoUnhandledErrors.withHandler({ name, _ in log.append(name ?? "-") }) {
       try CoroutineLoop.run {
         _ = co_launch(name: "detached", detached: true) { () -> Void in throw Failure.disk }

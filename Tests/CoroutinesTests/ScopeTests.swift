@@ -116,7 +116,7 @@ import Testing
 
   @Test func cancellingAScopeCancelsTheChildrenOfItsCoroutines() throws {
     let size = TestStacks.uniqueSize()
-    let unwound = Log<String>()
+    let unwound = Journal<String>()
     try CoroutineLoop.run {
       let scope = CoScope()
       let started = CoPromise<Void>()
@@ -172,7 +172,7 @@ import Testing
 
   @Test func aDeadlineUnwindsCoroutinesOnTheLoop() throws {
     let size = TestStacks.uniqueSize()
-    let unwound = Log<String>()
+    let unwound = Journal<String>()
     let result = try CoroutineLoop.run { () -> Result<Void, any Error>? in
       let scope = CoScope()
       let childStarted = CoPromise<Void>()

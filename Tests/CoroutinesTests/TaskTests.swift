@@ -6,7 +6,7 @@ import Testing
 @Suite struct TaskTests {
   @Test func aParentSettlesOnlyAfterItsChildren() throws {
     let size = TestStacks.uniqueSize()
-    let log = Log<String>()
+    let log = Journal<String>()
     try CoroutineLoop.run {
       let gate = CoPromise<Void>()
       let parent = co_launch(name: "parent", stackSize: size) { () -> String in
@@ -32,7 +32,7 @@ import Testing
 
   @Test func cancellingAParentCancelsChildrenAndGrandchildren() throws {
     let size = TestStacks.uniqueSize()
-    let unwound = Log<String>()
+    let unwound = Journal<String>()
     let outcomes = try CoroutineLoop.run { () -> [Bool] in
       let childStarted = CoPromise<Void>()
       let grandchildStarted = CoPromise<Void>()
@@ -88,7 +88,7 @@ import Testing
 
   @Test func aParentThatThrowsCancelsItsRunningChildrenThenWaits() throws {
     let size = TestStacks.uniqueSize()
-    let log = Log<String>()
+    let log = Journal<String>()
     let result = try CoroutineLoop.run { () -> Result<Void, any Error>? in
       let parent = co_launch(stackSize: size) { () -> Void in
         co_launch(stackSize: size) { () -> Void in
@@ -108,7 +108,7 @@ import Testing
   }
 
   @Test func aChildsErrorDoesNotFailItsParent() throws {
-    let reported = Log<String>()
+    let reported = Journal<String>()
     let value = try CoUnhandledErrors.withHandler({ name, _ in reported.append(name ?? "?") }) {
       try CoroutineLoop.run { () -> Int in
         let parent = co_launch { () -> Int in

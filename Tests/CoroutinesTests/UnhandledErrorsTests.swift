@@ -5,7 +5,7 @@ import Testing
 @Suite struct UnhandledErrorsTests {
   /// Runs `body` in a loop with a handler that records "name: error" lines.
   func reports(_ body: @escaping () throws -> Void) throws -> [String] {
-    let log = Log<String>()
+    let log = Journal<String>()
     try CoUnhandledErrors.withHandler({ name, error in log.append("\(name ?? "-"): \(error)") }) {
       try CoroutineLoop.run(body)
     }
@@ -63,7 +63,7 @@ import Testing
   }
 
   @Test func aHeldTaskIsReportedWhenReleased() throws {
-    let log = Log<String>()
+    let log = Journal<String>()
     var held: [CoTask<Void>] = []
     try CoUnhandledErrors.withHandler({ name, _ in log.append(name ?? "-") }) {
       held = try CoroutineLoop.run {
@@ -95,8 +95,8 @@ import Testing
   }
 
   @Test func withHandlerRestoresThePreviousHandler() throws {
-    let outer = Log<String>()
-    let inner = Log<String>()
+    let outer = Journal<String>()
+    let inner = Journal<String>()
     try CoUnhandledErrors.withHandler({ name, _ in outer.append(name ?? "-") }) {
       try CoUnhandledErrors.withHandler({ name, _ in inner.append(name ?? "-") }) {
         try CoroutineLoop.run { _ = co_launch(name: "a") { () -> Void in throw Failure.disk } }

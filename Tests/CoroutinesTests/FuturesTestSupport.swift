@@ -58,7 +58,7 @@ final class Counter: Sendable {
 }
 
 /// A thread-safe list owned by one test.
-final class Log<Element: Sendable>: Sendable {
+final class Journal<Element: Sendable>: Sendable {
   private let storage = Mutex<[Element]>([])
   var entries: [Element] { storage.withLock { $0 } }
   func append(_ element: Element) { storage.withLock { $0.append(element) } }
