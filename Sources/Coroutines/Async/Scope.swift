@@ -103,7 +103,8 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
     insert(.action(action))
   }
 
-  /// Launches a coroutine that belongs to this scope; see ``co_launch(on:name:stackSize:detached:_:)``.
+  /// Launches a coroutine that belongs to this scope, not to the coroutine calling this; see
+  /// ``co_launch(on:name:stackSize:detached:_:)``.
   @discardableResult
   public func launch<T>(
     on scheduler: (any CoroutineScheduler)? = nil, name: String? = nil, stackSize: Int? = nil,

@@ -19,7 +19,8 @@ import Synchronization
 ///
 /// The task settles once the coroutine has finished and left its stack, and its children have
 /// settled: with the body's value, or with the error it threw.
-public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {  // family state is behind `family`
+public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
+  // @unchecked: the result is CoFuture's and the family state is behind `family`, each a mutex.
   /// The name given at launch, shown in diagnostics.
   public let name: String?
   let coroutine: Coroutine
