@@ -106,6 +106,7 @@ import Testing
       let worker = try co_await(launcher)
       #expect(worker.result == nil)
       #expect(scope.count == 1)
+      try co_delay(0)  // let it start, so cancellation unwinds it rather than skipping it
       scope.cancel()
       _ = try? co_await(worker)
       #expect(isCancellation(worker.result))
@@ -194,5 +195,20 @@ import Testing
     #expect(isCancellation(result))
     #expect(Set(unwound.entries) == ["worker", "child"])
     #expect(TestStacks.allReturned(size: size))
+  }
+}
+
+@Suite struct ScopeChainingTests {
+  @Test func addedToReturnsTheSameTaskAndPutsItInTheScope() throws {
+    let outcome = try CoroutineLoop.run { () -> Bool in
+      let scope = CoScope()
+      let task = co_launch { () -> Void in try co_await(CoPromise<Void>()) }.added(to: scope)
+      #expect(scope.count == 1)
+      try co_delay(0)  // let it start, so cancellation unwinds it rather than skipping it
+      scope.cancel()
+      _ = try? co_await(task)
+      return isCancellation(task.result)
+    }
+    #expect(outcome)
   }
 }

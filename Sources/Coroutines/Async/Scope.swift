@@ -170,3 +170,13 @@ private final class WeakCancellable {
   weak var object: (any CoCancellable)?
   init(_ object: any CoCancellable) { self.object = object }
 }
+
+extension CoFuture {
+  /// Adds this future (or task) to `scope` and returns it, for chaining:
+  /// `co_launch { … }.added(to: scope)`.
+  @discardableResult
+  public func added(to scope: CoScope) -> Self {
+    scope.add(self)
+    return self
+  }
+}
