@@ -191,3 +191,10 @@ final class SettleRecorder: Sendable {
     }
   }
 }
+
+/// True if `result` is a failure that means "asked to stop": `CancellationError`, or
+/// `CoroutineError.cancelledBeforeStart` for a task cancelled before its coroutine ran.
+func wasCancelled<T>(_ result: Result<T, any Error>?) -> Bool {
+  guard case .failure(let error)? = result else { return false }
+  return error.isCancellation
+}
