@@ -15,13 +15,22 @@ extension CoFuture: CoCancellable {}
 /// ```swift
 /// final class FeedScreen {
 ///   private let scope = CoScope()
+///   private(set) var refreshes = 0
 ///
 ///   func appear() {
-///     scope.launch { try self.refreshForever() }
+///     scope.launch { [weak self] in
+///       while true {
+///         try co_delay(10)
+///         self?.refreshes += 1
+///       }
+///     }
 ///   }
-///   // Releasing the screen releases the scope, which cancels the refresh.
 /// }
 /// ```
+///
+/// Releasing the screen releases the scope, which cancels the refresh. A coroutine that held
+/// its owner strongly while it waits would keep the owner, and so the scope, alive forever:
+/// capture it weakly, and take a strong reference only between suspensions.
 ///
 /// - Futures and tasks are held until they settle, then dropped; a task added to a scope keeps
 ///   running if nothing else holds it.
