@@ -221,7 +221,8 @@ final class Logger: Sendable {
     defer { CoUnhandledErrors.handler = previous }
     CoUnhandledErrors.handler = { name, error in logger.error("\(name ?? "coroutine"): \(error)") }
     CoUnhandledErrors.report(name: "uploader", error: StorageError.diskFull, to: nil)
-    // `contains`: while the handler is swapped, stray errors of tests running in parallel land here too.
+    // `contains`: while the handler is swapped, stray errors of tests running in parallel land
+    // here too.
     #expect(logger.lines.entries.contains("uploader: diskFull"))
   }
 
