@@ -34,10 +34,11 @@ public func co_launch<T>(
     let outcome = Result { try body() }
     return { box.task?.finish(outcome) }
   }
-  let parent = detached ? nil : Coroutine.current?.attachment as? any TaskNode
+  let launcher = Coroutine.current?.attachment as? any TaskNode
+  let parent = detached ? nil : launcher
   let task = CoTask<T>(
     name: name, coroutine: coroutine, parent: parent,
-    unhandledErrorHandler: CoUnhandledErrors.inherited)
+    unhandledErrorHandler: CoUnhandledErrors.inherited(from: launcher))
   box.task = task
   coroutine.attachment = task
   if let parent, !parent.adopt(task) { coroutine.cancel() }

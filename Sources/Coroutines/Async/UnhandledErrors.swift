@@ -56,6 +56,10 @@ public enum CoUnhandledErrors {
 
   /// Runs `body` with `handler` installed on this thread: coroutines launched by `body` on this
   /// thread, and every coroutine they launch in turn, report to `handler`.
+  ///
+  /// Call it outside coroutines (around ``CoroutineLoop/run(_:)``, say). Inside a coroutine,
+  /// what it launches inherits that coroutine's handler and ignores this one, since other
+  /// coroutines run on the same thread whenever this one suspends.
   @discardableResult
   public static func withHandler<R>(_ handler: @escaping Handler, _ body: () throws -> R)
     rethrows -> R
@@ -66,12 +70,10 @@ public enum CoUnhandledErrors {
     return try body()
   }
 
-  /// The handler a coroutine launched here now inherits, if any.
-  static var inherited: Handler? {
-    if let task = Coroutine.current?.attachment as? any TaskNode {
-      return task.unhandledErrorHandler
-    }
-    return scoped
+  /// The handler a coroutine launched now inherits: its launcher's, if a task launches it,
+  /// else the one installed on this thread, if any.
+  static func inherited(from launcher: (any TaskNode)?) -> Handler? {
+    launcher.map { $0.unhandledErrorHandler } ?? scoped
   }
 
   static func report(name: String?, error: any Error, to handler: Handler?) {
