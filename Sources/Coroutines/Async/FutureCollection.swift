@@ -12,6 +12,7 @@ extension CoFuture {
   /// ```
   ///
   /// - Parameters:
+  ///   - work: The elements, one future each, in this order.
   ///   - limit: How many futures may be pending at once, 1 or more (1 runs them in series).
   ///   - scheduler: Where `make` runs and the result is delivered; without one, the first
   ///     futures are made on the calling thread and later ones on the thread that settled an
@@ -48,8 +49,13 @@ extension CoFuture {
   /// let total = CoFuture.reduce(prices, 0) { sum, price in sum + price }
   /// ```
   ///
-  /// - Parameter scheduler: Where `combine` runs; without one, on the thread that settled the
-  ///   last input.
+  /// - Parameters:
+  ///   - futures: The inputs, folded in this order.
+  ///   - initial: The value to start folding from.
+  ///   - scheduler: Where `combine` runs; without one, on the thread that settled the last
+  ///     input.
+  ///   - combine: Folds one value into the accumulated one. An error it throws rejects the
+  ///     result.
   public static func reduce<Accumulated>(
     _ futures: [CoFuture<T>], _ initial: Accumulated, on scheduler: (any CoroutineScheduler)? = nil,
     _ combine: @escaping (Accumulated, T) throws -> Accumulated

@@ -63,7 +63,7 @@ extension CoFuture {
       if once.claim() { body() }
       output.settle(result)
     }
-    (output as? LinkedFuture<T>)?.onCancel { perform(on: scheduler) { if once.claim() { body() } } }
+    output.onCancel { perform(on: scheduler) { if once.claim() { body() } } }
     return output
   }
 
@@ -87,7 +87,7 @@ extension CoFuture {
   func derive<U>(
     on scheduler: (any CoroutineScheduler)?,
     _ body: @escaping (Result<T, any Error>, LinkedFuture<U>) -> Void
-  ) -> CoFuture<U> {
+  ) -> LinkedFuture<U> {
     let output = LinkedFuture<U>()
     output.link(self)
     whenComplete { result in

@@ -14,7 +14,9 @@ extension CoFuture {
   /// let profile = try co_await(fetchProfile().timeout(2))
   /// ```
   ///
-  /// - Parameter scheduler: Where the timer runs and the result is delivered.
+  /// - Parameters:
+  ///   - seconds: How long to wait, on the timer scheduler's clock.
+  ///   - scheduler: Where the timer runs and the result is delivered.
   public func timeout(
     _ seconds: Double, on scheduler: (any CoroutineScheduler)? = nil
   ) -> CoFuture<T> {
@@ -31,7 +33,9 @@ extension CoFuture {
   /// A future with this future's outcome, value or error, delivered `seconds` after it
   /// settles.
   ///
-  /// - Parameter scheduler: Where the timer runs and the result is delivered.
+  /// - Parameters:
+  ///   - seconds: How long to hold the outcome back, on the timer scheduler's clock.
+  ///   - scheduler: Where the timer runs and the result is delivered.
   public func delay(
     _ seconds: Double, on scheduler: (any CoroutineScheduler)? = nil
   ) -> CoFuture<T> {

@@ -7,8 +7,10 @@ extension CoFuture {
   /// let (user, avatar, unread) = try co_await(fetchUser().zip(fetchAvatar(), countUnread()))
   /// ```
   ///
-  /// - Parameter scheduler: Where the result is delivered; without one, on the thread that
-  ///   settled the deciding input.
+  /// - Parameters:
+  ///   - others: The futures whose values follow this one's in the tuple.
+  ///   - scheduler: Where the result is delivered; without one, on the thread that settled the
+  ///     deciding input.
   public func zip<each Other>(
     _ others: repeat CoFuture<each Other>, on scheduler: (any CoroutineScheduler)? = nil
   ) -> CoFuture<(T, repeat each Other)> {

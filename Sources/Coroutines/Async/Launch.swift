@@ -2,6 +2,11 @@ import CUContext
 
 /// Starts a stackful coroutine running `body` and returns its task.
 ///
+/// Launched from inside another coroutine, the new coroutine is that coroutine's child: it is
+/// cancelled with it, and the parent's task settles only after it (see ``CoTask``). A
+/// coroutine that must outlive its launcher is launched with
+/// ``co_launch(on:name:stackSize:detached:_:)`` or in a ``CoScope``.
+///
 /// - Parameters:
 ///   - scheduler: Where the coroutine runs and resumes. By default: inside a coroutine, that
 ///     coroutine's scheduler; outside, the loop the calling thread is running, else
@@ -10,10 +15,6 @@ import CUContext
 ///   - stackSize: Bytes of stack, from ``CoroutineStack/minimumSize`` to
 ///     ``CoroutineStack/maximumSize``; ``CoroutineStack/defaultSize`` when `nil`. A size out of
 ///     range stops the program with a message naming it.
-///   - detached: Inside a coroutine, the new coroutine is its child (see ``CoTask``) unless this
-///     is true: a detached coroutine is not cancelled with the launching one, which does not
-///     wait for it. Long-lived coroutines (an actor, a server loop) started from a coroutine
-///     should be detached or launched in a ``CoScope``.
 ///   - body: The coroutine's code. It may suspend with `co_await`, ``co_delay(_:)`` and the
 ///     rest; a thrown error rejects the task and never crashes the process. An error that
 ///     nobody observes goes to ``CoUnhandledErrors``.
@@ -23,7 +24,33 @@ public func co_launch<T>(
   on scheduler: (any CoroutineScheduler)? = nil,
   name: String? = nil,
   stackSize: Int? = nil,
-  detached: Bool = false,
+  _ body: @escaping () throws -> T
+) -> CoTask<T> {
+  co_launch(on: scheduler, name: name, stackSize: stackSize, detached: false, body)
+}
+
+/// Starts a stackful coroutine, detached from the coroutine that launches it if `detached`.
+///
+/// A detached coroutine is not its launcher's child: it is not cancelled with the launcher,
+/// and the launcher's task does not wait for it. Long-lived coroutines started from a
+/// coroutine (an actor, a server loop, a log uploader) are launched detached, or in a
+/// ``CoScope``. It still reports unobserved errors where its launcher does
+/// (``CoUnhandledErrors``).
+///
+/// - Parameters:
+///   - scheduler: Where the coroutine runs; see ``co_launch(on:name:stackSize:_:)``.
+///   - name: A name for diagnostics.
+///   - stackSize: Bytes of stack; see ``co_launch(on:name:stackSize:_:)``.
+///   - detached: True to launch it detached; false makes this the same as
+///     ``co_launch(on:name:stackSize:_:)``.
+///   - body: The coroutine's code.
+/// - Returns: The task: await it, observe it, or cancel it.
+@discardableResult
+public func co_launch<T>(
+  on scheduler: (any CoroutineScheduler)? = nil,
+  name: String? = nil,
+  stackSize: Int? = nil,
+  detached: Bool,
   _ body: @escaping () throws -> T
 ) -> CoTask<T> {
   if let stackSize { CoroutineStack.validate(stackSize, in: "co_launch(stackSize:)") }
