@@ -83,7 +83,7 @@ import Testing
   }
 
   @Test func onAHandDrivenClock() throws {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let promise = CoPromise<Int>()
     let waiter = co_launch(on: scheduler) { () -> Int in try promise.await(timeout: 30) }
     scheduler.runUntilIdle()

@@ -146,8 +146,8 @@ struct Mirror {
     let fetchPage = { (url: String) -> CoFuture<String> in
       attempts.increment() < 3 ? rejected(Failure.disk) : fulfilled("page at \(url)")
     }
-    // On a hand-driven clock, so the two half-second delays take no time.
-    let clock = ManualScheduler()
+    // On a virtual-time test loop, so the two half-second delays take no time.
+    let clock = CoroutineTestLoop()
     let task = co_launch(on: clock) { () -> String in
       let page = try co_await(CoFuture.retry(3, delay: 0.5) { fetchPage(url) })
       return page

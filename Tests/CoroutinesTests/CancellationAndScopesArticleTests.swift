@@ -172,7 +172,7 @@ final class Logger: Sendable {
   }
 
   @Test func aScopeWithADeadline() throws {
-    let clock = ManualScheduler()
+    let clock = CoroutineTestLoop()
     let unwound = Counter()
     let syncEverything = { () throws -> Void in
       defer { unwound.increment() }

@@ -80,7 +80,7 @@ import Testing
   }
 
   @Test func allWithALimitOnASchedulerMakesWorkThere() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let work = Work()
     let results = CoFuture<Int>.all(0..<2, on: scheduler) { work.make($0) }
     #expect(work.started == [])

@@ -40,7 +40,7 @@ import Testing
   }
 
   @Test func allOnASchedulerSettlesThere() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let combined = CoFuture.all([fulfilled(1), fulfilled(2)], on: scheduler)
     #expect(combined.result == nil)
     scheduler.runUntilIdle()
@@ -49,7 +49,7 @@ import Testing
 
   @Test(arguments: 1...20)
   func allKeepsInputOrderWhenSettledFromManyThreads(seed: UInt64) {
-    var generator = SeededGenerator(seed: seed)
+    var generator = SplitMix64(seed: seed)
     let count = 16
     let promises = (0..<count).map { _ in CoPromise<Int>() }
     let combined = CoFuture.all(promises)
@@ -62,7 +62,7 @@ import Testing
 
   @Test(arguments: 1...20)
   func allRejectsWithTheFirstErrorToArrive(seed: UInt64) {
-    var generator = SeededGenerator(seed: seed)
+    var generator = SplitMix64(seed: seed)
     let count = 12
     let promises = (0..<count).map { _ in CoPromise<Int>() }
     let combined = CoFuture.all(promises)
@@ -123,7 +123,7 @@ import Testing
 
   @Test(arguments: 1...20)
   func anyGivesTheFirstFulfilledFromManyThreads(seed: UInt64) {
-    var generator = SeededGenerator(seed: seed)
+    var generator = SplitMix64(seed: seed)
     let count = 12
     let promises = (0..<count).map { _ in CoPromise<Int>() }
     let first = CoFuture.any(promises)
@@ -142,7 +142,7 @@ import Testing
 
   @Test(arguments: 1...10)
   func anyCollectsEveryErrorFromManyThreads(seed: UInt64) {
-    var generator = SeededGenerator(seed: seed)
+    var generator = SplitMix64(seed: seed)
     let count = 10
     let promises = (0..<count).map { _ in CoPromise<Int>() }
     let first = CoFuture.any(promises)
@@ -181,7 +181,7 @@ import Testing
 
   @Test(arguments: 1...20)
   func raceGivesTheFirstToSettleFromManyThreads(seed: UInt64) {
-    var generator = SeededGenerator(seed: seed)
+    var generator = SplitMix64(seed: seed)
     let count = 12
     let promises = (0..<count).map { _ in CoPromise<Int>() }
     let winner = CoFuture.race(promises)

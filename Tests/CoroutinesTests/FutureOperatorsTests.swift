@@ -50,7 +50,7 @@ import Testing
   }
 
   @Test func mapOnASchedulerRunsThereAndNotBefore() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let mapped = fulfilled(3).map(on: scheduler) { $0 * 3 }
     #expect(mapped.result == nil)
     scheduler.runUntilIdle()
@@ -113,7 +113,7 @@ import Testing
   }
 
   @Test func flatMapOnASchedulerMakesTheNextFutureThere() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let chained = fulfilled(2).flatMap(on: scheduler) { fulfilled($0 * 10) }
     #expect(chained.result == nil)
     scheduler.runUntilIdle()
@@ -150,7 +150,7 @@ import Testing
   }
 
   @Test func recoverHandlesATimeout() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let recovered = CoPromise<String>().timeout(1, on: scheduler).recover { _ in "fallback" }
     scheduler.advance(by: 1)
     #expect(value(recovered.result) == "fallback")
@@ -195,7 +195,7 @@ import Testing
   }
 
   @Test func alwaysOnASchedulerRunsThere() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let calls = Counter()
     let ensured = fulfilled(1).always(on: scheduler) { calls.increment() }
     #expect(calls.value == 0)
@@ -232,7 +232,7 @@ import Testing
   }
 
   @Test func validateOnASchedulerRunsThere() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let validated = fulfilled(1).validate(on: scheduler) { $0 == 1 }
     #expect(validated.result == nil)
     scheduler.runUntilIdle()

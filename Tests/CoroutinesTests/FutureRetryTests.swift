@@ -38,7 +38,7 @@ import Testing
   }
 
   @Test func retryWaitsTheDelayBetweenAttempts() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let attempts = Counter()
     let result = CoFuture<Int>.retry(3, delay: 10, on: scheduler) {
       rejected(Failure.attempt(attempts.increment()))
@@ -79,7 +79,7 @@ import Testing
   }
 
   @Test func cancellingARetryDuringItsDelayStopsIt() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let attempts = Counter()
     let result = CoFuture<Int>.retry(5, delay: 1, on: scheduler) {
       rejected(Failure.attempt(attempts.increment()))

@@ -7,7 +7,7 @@ import Testing
   // MARK: timeout
 
   @Test func timeoutPassesAValueThatArrivesInTime() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let promise = CoPromise<Int>()
     let limited = promise.timeout(5, on: scheduler)
     scheduler.advance(by: 4.9)
@@ -18,7 +18,7 @@ import Testing
   }
 
   @Test func timeoutPassesAnErrorThatArrivesInTime() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let limited = rejected(Failure.first, as: Int.self).timeout(5, on: scheduler)
     scheduler.runUntilIdle()
     #expect(failure(limited.result) == .first)
@@ -26,7 +26,7 @@ import Testing
   }
 
   @Test func timeoutRejectsWithTimedOutAndCancelsTheInput() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let promise = CoPromise<Int>()
     let limited = promise.timeout(5, on: scheduler)
     scheduler.advance(by: 4.999)
@@ -37,7 +37,7 @@ import Testing
   }
 
   @Test func cancellingATimeoutCancelsItsTimerAndInput() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let promise = CoPromise<Int>()
     let limited = promise.timeout(5, on: scheduler)
     limited.cancel()
@@ -83,7 +83,7 @@ import Testing
   // MARK: delay
 
   @Test func delayDeliversTheValueLater() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let promise = CoPromise<String>()
     let delayed = promise.delay(2, on: scheduler)
     scheduler.advance(by: 1)
@@ -95,7 +95,7 @@ import Testing
   }
 
   @Test func delayDeliversAnErrorLaterToo() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let delayed = rejected(Failure.second, as: Int.self).delay(1, on: scheduler)
     #expect(delayed.result == nil)
     scheduler.advance(by: 1)
@@ -103,7 +103,7 @@ import Testing
   }
 
   @Test func cancellingADelayCancelsItsTimer() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let delayed = fulfilled(1).delay(1, on: scheduler)
     #expect(scheduler.pendingTimers == 1)
     delayed.cancel()
@@ -112,7 +112,7 @@ import Testing
   }
 
   @Test func cancellingADelayBeforeTheInputSettlesCancelsTheInput() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let promise = CoPromise<Int>()
     let delayed = promise.delay(1, on: scheduler)
     delayed.cancel()

@@ -42,7 +42,7 @@ import Testing
   }
 
   @Test func zipOnASchedulerDeliversThere() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let zipped = fulfilled("a").zip(fulfilled(1), on: scheduler)
     #expect(zipped.result == nil)
     scheduler.runUntilIdle()

@@ -85,93 +85,14 @@ func runConcurrently(_ jobs: [@Sendable () -> Void], order: [Int]) {
 enum TestStacks {
   private static let next = Atomic<Int>(0)
 
+  /// Sizes from 3 MiB + 4 KiB up, in 4 KiB steps: odd enough that no other test uses them.
   static func uniqueSize() -> Int {
-    CoroutineStack.minimumSize + 4096 * (1 + next.add(1, ordering: .relaxed).newValue)
+    3 * 1024 * 1024 + 4096 * next.add(1, ordering: .relaxed).newValue
   }
 
   /// True when no stack of `size` is in use.
   static func allReturned(size: Int) -> Bool {
     StackPool.shared.mappedCount(size: size) == StackPool.shared.pooledCount(size: size)
-  }
-}
-
-/// A scheduler with a hand-driven clock, just enough to drive timers deterministically: jobs
-/// and due timers run only inside `runUntilIdle()` / `advance(by:)`, on the calling thread.
-final class ManualScheduler: CoroutineScheduler, @unchecked Sendable {  // state behind `mutex`
-  private struct Timer {
-    let deadline: Double
-    let sequence: Int
-    let job: @Sendable () -> Void
-    let flag: ManualTimer
-  }
-
-  private let mutex = Mutex<Void>(())
-  private var jobs: [@Sendable () -> Void] = []
-  private var timers: [Timer] = []
-  private var sequence = 0
-  private(set) var now: Double = 0
-
-  func schedule(_ job: @escaping @Sendable () -> Void) {
-    mutex.withLock { _ in jobs.append(job) }
-  }
-
-  func schedule(after seconds: Double, _ job: @escaping @Sendable () -> Void)
-    -> any CoroutineTimer
-  {
-    let flag = ManualTimer()
-    mutex.withLock { _ in
-      sequence += 1
-      timers.append(
-        Timer(deadline: now + max(seconds, 0), sequence: sequence, job: job, flag: flag))
-    }
-    return flag
-  }
-
-  /// Timers not yet fired nor cancelled.
-  var pendingTimers: Int { mutex.withLock { _ in timers.filter { !$0.flag.isCancelled }.count } }
-
-  /// Runs queued jobs (and the jobs they queue) until none is left; time does not move.
-  func runUntilIdle() {
-    while let job = mutex.withLock({ _ in jobs.isEmpty ? nil : jobs.removeFirst() }) { job() }
-  }
-
-  /// Moves the clock forward, firing due timers in deadline order and running jobs as it goes.
-  func advance(by seconds: Double) {
-    let end = now + seconds
-    runUntilIdle()
-    while let timer = mutex.withLock({ _ -> Timer? in
-      timers.removeAll { $0.flag.isCancelled }
-      guard let next = timers.min(by: { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }),
-        next.deadline <= end
-      else { return nil }
-      timers.removeAll { $0.sequence == next.sequence }
-      now = next.deadline
-      return next
-    }) {
-      if timer.flag.claimForFiring() { timer.job() }
-      runUntilIdle()
-    }
-    mutex.withLock { _ in now = end }
-  }
-}
-
-final class ManualTimer: CoroutineTimer {
-  private let done = Atomic<Bool>(false)
-  func cancel() { _ = claimForFiring() }
-  func claimForFiring() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
-  var isCancelled: Bool { done.load(ordering: .acquiring) }
-}
-
-/// A small seeded generator (SplitMix64), so shuffled orders are the same on every run.
-struct SeededGenerator: RandomNumberGenerator {
-  private var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var mixed = state
-    mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-    return mixed ^ (mixed >> 31)
   }
 }
 

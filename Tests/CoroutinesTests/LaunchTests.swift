@@ -41,7 +41,7 @@ import Testing
   }
 
   @Test func aTopLevelLaunchHasNoParent() throws {
-    let task = co_launch(on: ManualScheduler()) { 1 }
+    let task = co_launch(on: CoroutineTestLoop()) { 1 }
     #expect(task.coroutine.attachment === task)
     task.cancel()
   }

@@ -141,7 +141,7 @@ import Testing
   // MARK: deadlines
 
   @Test func aDeadlineCancelsTheScopeWhenItPasses() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let scope = CoScope(timeout: 30, on: scheduler)
     let promise = scope.add(CoPromise<Int>())
     scheduler.advance(by: 29.9)
@@ -152,7 +152,7 @@ import Testing
   }
 
   @Test func aNewDeadlineReplacesTheOld() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let scope = CoScope()
     scope.cancel(after: 1, on: scheduler)
     scope.cancel(after: 5, on: scheduler)
@@ -164,7 +164,7 @@ import Testing
   }
 
   @Test func cancellingOrReleasingAScopeCancelsItsDeadline() {
-    let scheduler = ManualScheduler()
+    let scheduler = CoroutineTestLoop()
     let cancelled = CoScope(timeout: 1, on: scheduler)
     cancelled.cancel()
     do { _ = CoScope(timeout: 1, on: scheduler) }

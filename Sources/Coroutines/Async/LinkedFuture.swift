@@ -72,11 +72,12 @@ func perform(on scheduler: (any CoroutineScheduler)?, _ job: @escaping () -> Voi
 }
 
 /// Where timers of futures run when the caller names no scheduler: the current coroutine's
-/// scheduler, else the loop this thread is running, else a global Dispatch queue (which always
-/// runs, so a timeout set up outside any loop still fires).
+/// scheduler, else the loop this thread is running (a test loop included), else a global
+/// Dispatch queue (which always runs, so a timeout set up outside any loop still fires).
 func timerScheduler(_ given: (any CoroutineScheduler)?) -> any CoroutineScheduler {
   if let given { return given }
   if let coroutine = Coroutine.current { return coroutine.scheduler }
   if let loop = CoroutineLoop.current { return loop }
+  if let testLoop = CoroutineTestLoop.current { return testLoop }
   return DispatchQueue.global()
 }
