@@ -21,8 +21,13 @@ static switch_function current_switch = switch_with_swapcontext;
 static int current_backend = 0;
 
 int cu_set_backend(int backend) {
-  if (backend != 0) return -1;
-  current_switch = switch_with_swapcontext;
+  switch (backend) {
+    case 0: current_switch = switch_with_swapcontext; break;
+#if defined(__x86_64__)
+    case 1: current_switch = cu_switch_fast; break;
+#endif
+    default: return -1;
+  }
   current_backend = backend;
   return 0;
 }
@@ -32,6 +37,7 @@ int cu_backend(void) { return current_backend; }
 static void trampoline(unsigned int high, unsigned int low) {
   cu_fiber *fiber = (cu_fiber *)(((uintptr_t)high << 32) | (uintptr_t)low);
   fiber->entry(fiber->argument);
+  if (fiber->shared != NULL) cu_shared_stack_leave(fiber);
   current_switch(&fiber->self, &fiber->resumer);
   abort();  // a finished fiber is prepared again before it is resumed again
 }
@@ -47,6 +53,7 @@ void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {
 }
 
 void cu_fiber_resume(cu_fiber *fiber) {
+  if (fiber->shared != NULL) cu_shared_stack_acquire(fiber);
   swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
   current_switch(&fiber->resumer, &fiber->self);
   swift_task_exitThreadLocalContext((char *)fiber->exclusivity);

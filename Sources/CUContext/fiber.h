@@ -15,6 +15,25 @@ struct cu_fiber {
   void *mapping;               // start of the mmap'ed region (guard included)
   size_t mapping_size;
   size_t stack_size;
+  // Shared-stack mode (shared.c); all zero for a fiber with a stack of its own.
+  struct cu_shared_stack *shared;  // the stack it runs on, or NULL
+  void *saved;                     // its used stack bytes while another fiber has the stack
+  size_t saved_size;               // bytes in `saved` waiting to be copied back (0: in place)
+  size_t saved_capacity;           // bytes allocated for `saved`
 };
+
+// Shared-stack mode, called by context.c around switches. `acquire` puts the fiber's saved bytes
+// back on its shared stack (first saving the previous occupant's) before it is resumed; `leave`
+// gives up the stack when the fiber's entry has returned, so dead frames are never saved.
+void cu_shared_stack_acquire(cu_fiber *fiber);
+void cu_shared_stack_leave(cu_fiber *fiber);
+// Frees a fiber built by cu_fiber_new_shared (cu_fiber_free dispatches here).
+void cu_shared_fiber_free(cu_fiber *fiber);
+
+#if defined(__x86_64__)
+// The fast backend's switch (switch_x86_64.S): saves the callee-saved registers, MXCSR and the
+// x87 control word of the caller in `from` and continues `to`, both in glibc's own layout.
+void cu_switch_fast(ucontext_t *from, ucontext_t *to);
+#endif
 
 #endif

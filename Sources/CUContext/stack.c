@@ -53,6 +53,12 @@ cu_fiber *cu_fiber_new(size_t stack_size, size_t guard_size) {
   return fiber;
 }
 
-void cu_fiber_free(cu_fiber *fiber) { munmap(fiber->mapping, fiber->mapping_size); }
+void cu_fiber_free(cu_fiber *fiber) {
+  if (fiber->shared != NULL) {
+    cu_shared_fiber_free(fiber);
+    return;
+  }
+  munmap(fiber->mapping, fiber->mapping_size);
+}
 
 size_t cu_fiber_stack_size(const cu_fiber *fiber) { return fiber->stack_size; }

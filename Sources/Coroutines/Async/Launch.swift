@@ -5,7 +5,7 @@ import CUContext
 /// Launched from inside another coroutine, the new coroutine is that coroutine's child: it is
 /// cancelled with it, and the parent's task settles only after it (see ``CoTask``). A
 /// coroutine that must outlive its launcher is launched with
-/// ``co_launch(on:name:stackSize:detached:_:)`` or in a ``CoScope``.
+/// ``co_launch(on:name:stackSize:stack:detached:_:)`` or in a ``CoScope``.
 ///
 /// - Parameters:
 ///   - scheduler: Where the coroutine runs and resumes. By default: inside a coroutine, that
@@ -19,67 +19,120 @@ import CUContext
 ///     rest; a thrown error rejects the task and never crashes the process. An error that
 ///     nobody observes goes to ``CoUnhandledErrors``.
 /// - Returns: The task: await it, observe it, or cancel it.
+///
+/// The coroutine's stack is dedicated unless ``CoroutineStack/defaultMode`` says shared; see
+/// ``co_launch(on:name:stackSize:stack:_:)`` to choose per launch.
 @discardableResult
+@inlinable  // specialised for the caller's T: unspecialised, each launch looked up generic metadata
 public func co_launch<T>(
   on scheduler: (any CoroutineScheduler)? = nil,
   name: String? = nil,
   stackSize: Int? = nil,
   _ body: @escaping () throws -> T
 ) -> CoTask<T> {
-  co_launch(on: scheduler, name: name, stackSize: stackSize, detached: false, body)
+  launchCoroutine(
+    on: scheduler, name: name, stackSize: stackSize, stack: nil, detached: false, body)
+}
+
+/// Starts a stackful coroutine running `body` on the stack `stack` asks for, and returns its
+/// task.
+///
+/// ```swift
+/// co_launch(stack: .shared) { try serve(connection) }
+/// ```
+///
+/// - Parameters:
+///   - scheduler: As for ``co_launch(on:name:stackSize:_:)``. A ``CoroutineStack/Mode/shared``
+///     coroutine needs a ``CoroutineLoop``; any other scheduler stops the program with a message.
+///   - name: A name for diagnostics.
+///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``; for a shared stack, the size of the
+///     loop's shared stacks it runs on.
+///   - stack: ``CoroutineStack/Mode/dedicated`` for a stack of its own,
+///     ``CoroutineStack/Mode/shared`` for one of its loop's shared stacks (see
+///     ``CoroutineStack/Mode``).
+///   - body: The coroutine's code.
+/// - Returns: The task: await it, observe it, or cancel it.
+@discardableResult
+@inlinable
+public func co_launch<T>(
+  on scheduler: (any CoroutineScheduler)? = nil,
+  name: String? = nil,
+  stackSize: Int? = nil,
+  stack: CoroutineStack.Mode,
+  _ body: @escaping () throws -> T
+) -> CoTask<T> {
+  launchCoroutine(
+    on: scheduler, name: name, stackSize: stackSize, stack: stack, detached: false, body)
 }
 
 /// Starts a stackful coroutine, detached from the coroutine that launches it if `detached`.
 ///
 /// A detached coroutine is not its launcher's child: it is not cancelled with the launcher,
 /// and the launcher's task does not wait for it. Long-lived coroutines started from a
-/// coroutine (an actor, a server loop, a log uploader) are launched detached, or in a
-/// ``CoScope``. It still reports unobserved errors where its launcher does
-/// (``CoUnhandledErrors``).
+/// coroutine (a server loop, a log uploader), and coroutines whose handle a coroutine hands
+/// out, are launched detached or in a ``CoScope``. A detached coroutine still reports
+/// unobserved errors where its launcher does (``CoUnhandledErrors``).
+///
+/// ```swift
+/// co_launch(detached: true) { try uploadLogs() }
+/// ```
 ///
 /// - Parameters:
-///   - scheduler: Where the coroutine runs; see ``co_launch(on:name:stackSize:_:)``.
+///   - scheduler: As for ``co_launch(on:name:stackSize:_:)``.
 ///   - name: A name for diagnostics.
-///   - stackSize: Bytes of stack; see ``co_launch(on:name:stackSize:_:)``.
+///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``.
+///   - stack: As for ``co_launch(on:name:stackSize:stack:_:)``; `nil` follows
+///     ``CoroutineStack/defaultMode``.
 ///   - detached: True to launch it detached; false makes this the same as
-///     ``co_launch(on:name:stackSize:_:)``.
+///     ``co_launch(on:name:stackSize:stack:_:)``.
 ///   - body: The coroutine's code.
 /// - Returns: The task: await it, observe it, or cancel it.
 @discardableResult
+@inlinable
 public func co_launch<T>(
   on scheduler: (any CoroutineScheduler)? = nil,
   name: String? = nil,
   stackSize: Int? = nil,
+  stack: CoroutineStack.Mode? = nil,
   detached: Bool,
   _ body: @escaping () throws -> T
+) -> CoTask<T> {
+  launchCoroutine(
+    on: scheduler, name: name, stackSize: stackSize, stack: stack, detached: detached, body)
+}
+
+/// Every form of `co_launch`; `stack == nil` follows ``CoroutineStack/defaultMode``.
+@inlinable
+func launchCoroutine<T>(
+  on scheduler: (any CoroutineScheduler)?, name: String?, stackSize: Int?,
+  stack: CoroutineStack.Mode?, detached: Bool, _ body: @escaping () throws -> T
 ) -> CoTask<T> {
   if let stackSize { CoroutineStack.validate(stackSize, in: "co_launch(stackSize:)") }
   let size = roundedToPages(stackSize ?? CoroutineStack.defaultSize)
   let target = scheduler ?? defaultScheduler()
   let box = TaskBox<T>()
-  let coroutine = Coroutine(scheduler: target, name: name, stackSize: size) {
+  let shared = sharedStackChosen(stack, on: target)
+  let coroutine = Coroutine(scheduler: target, name: name, stackSize: size, sharedStack: shared) {
     let outcome = Result { try body() }
     return { box.task?.finish(outcome) }
   }
-  let launcher = Coroutine.current?.attachment as? any TaskNode
-  let parent = detached ? nil : launcher
-  let task = CoTask<T>(
-    name: name, coroutine: coroutine, parent: parent,
-    unhandledErrorHandler: CoUnhandledErrors.inherited(from: launcher))
+  let task = CoTask<T>(name: name, coroutine: coroutine, detached: detached)
   box.task = task
-  coroutine.attachment = task
-  if let parent, !parent.adopt(task) { coroutine.cancel() }
-  coroutine.launch { error in task.finish(.failure(error)) }
+  task.start()
   return task
 }
 
 /// Lets the coroutine's body reach the task that is created after the coroutine. The cycle it
 /// makes (task → coroutine → body → task) is broken when the coroutine finishes.
-private final class TaskBox<T>: @unchecked Sendable {  // written once, before the coroutine starts
-  var task: CoTask<T>?
+@usableFromInline
+final class TaskBox<T>: @unchecked Sendable {  // written once, before the coroutine starts
+  @usableFromInline var task: CoTask<T>?
+
+  @usableFromInline init() {}
 }
 
 /// The scheduler for a coroutine launched without one.
+@usableFromInline
 func defaultScheduler() -> any CoroutineScheduler {
   if let coroutine = Coroutine.current { return coroutine.home }
   if let loop = CoroutineLoop.current { return loop }
@@ -87,7 +140,8 @@ func defaultScheduler() -> any CoroutineScheduler {
   return CoroutineLoop.main
 }
 
-private func roundedToPages(_ size: Int) -> Int {
+@usableFromInline
+func roundedToPages(_ size: Int) -> Int {
   let page = cu_page_size()
   return (size + page - 1) / page * page
 }

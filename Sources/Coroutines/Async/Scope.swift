@@ -113,7 +113,7 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
   }
 
   /// Launches a coroutine that belongs to this scope, not to the coroutine calling this; see
-  /// ``co_launch(on:name:stackSize:detached:_:)``.
+  /// ``co_launch(on:name:stackSize:stack:detached:_:)``.
   @discardableResult
   public func launch<T>(
     on scheduler: (any CoroutineScheduler)? = nil, name: String? = nil, stackSize: Int? = nil,

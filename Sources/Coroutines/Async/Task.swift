@@ -34,15 +34,17 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   private var bodyDone = false
   private var waitingOutcome: Result<T, any Error>?
 
-  init(
-    name: String?, coroutine: Coroutine, parent: (any TaskNode)?,
-    unhandledErrorHandler: CoUnhandledErrors.Handler?
-  ) {
+  /// A task for `coroutine`, not started yet: the child of the task running on this thread,
+  /// unless `detached`.
+  @usableFromInline  // called from the inlinable co_launch
+  init(name: String?, coroutine: Coroutine, detached: Bool) {
+    let launcher = Coroutine.current?.attachment as? any TaskNode
     self.name = name
     self.coroutine = coroutine
-    self.parent = parent
-    self.unhandledErrorHandler = unhandledErrorHandler
+    self.parent = detached ? nil : launcher
+    self.unhandledErrorHandler = CoUnhandledErrors.inherited(from: launcher)
     super.init()
+    coroutine.attachment = self
   }
 
   deinit {
@@ -71,8 +73,17 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
     toCancel.forEach { $0.cancel() }
   }
 
+  /// Joins the parent (born cancelled if the parent already is) and schedules the coroutine.
+  @usableFromInline
+  func start() {
+    let parent = family.withLock { _ in self.parent }
+    if let parent, !parent.adopt(self) { coroutine.cancel() }
+    coroutine.launch { error in self.finish(.failure(error)) }
+  }
+
   /// Publishes the body's outcome (called once the coroutine is off its stack, or instead of
   /// running it): at once if no child is running, else when the last child settles.
+  @usableFromInline
   func finish(_ outcome: Result<T, any Error>) {
     coroutine.attachment = nil
     if case .failure = outcome { cancelChildren() }

@@ -15,13 +15,23 @@ enum CoroutineRegistry {
   static var liveCount: Int { live.load(ordering: .relaxed) }
 
   static func coroutineCreated(on home: any CoroutineScheduler) {
-    live.add(1, ordering: .relaxed)
-    (home as? any CoroutineAccounting)?.coroutineCreated()
+    coroutineCreated(accounting: home as? any CoroutineAccounting)
   }
 
   static func coroutineFinished(on home: any CoroutineScheduler) {
+    coroutineFinished(accounting: home as? any CoroutineAccounting)
+  }
+
+  /// The same, for a caller that has looked up its scheduler's accounting once already: the
+  /// protocol cast searches the runtime's conformance tables.
+  static func coroutineCreated(accounting: (any CoroutineAccounting)?) {
+    live.add(1, ordering: .relaxed)
+    accounting?.coroutineCreated()
+  }
+
+  static func coroutineFinished(accounting: (any CoroutineAccounting)?) {
     live.subtract(1, ordering: .relaxed)
-    (home as? any CoroutineAccounting)?.coroutineFinished()
+    accounting?.coroutineFinished()
   }
 }
 
