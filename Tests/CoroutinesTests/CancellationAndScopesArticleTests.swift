@@ -40,17 +40,19 @@ final class Logger: Sendable {
 @Suite struct CancellationAndScopesArticleTests {
   @Test func howACoroutineIsCancelled() throws {
     let connection = Connection()
-    let result = try CoroutineLoop.run { () -> Result<Void, any Error>? in
+    let loop = CoroutineTestLoop()
+    let driver = co_launch(on: loop) { () -> CoTask<Void> in
       let worker = co_launch { () -> Void in
         defer { connection.close() }
         try co_delay(60)
       }
-      try co_delay(0)
+      try co_delay(1)
       worker.cancel()
-      _ = try? co_await(worker)
-      return worker.result
+      return worker
     }
-    #expect(isCancellation(result))
+    loop.runUntilIdle()
+    loop.advance(by: 1)
+    #expect(isCancellation(value(driver.result)?.result))
     #expect(connection.closes.value == 1)
   }
 
@@ -109,19 +111,22 @@ final class Logger: Sendable {
       try co_await(CoPromise<Void>())
       return []
     }
-    let result = try CoroutineLoop.run { () -> Result<Page, any Error>? in
+    let loop = CoroutineTestLoop()
+    let driver = co_launch(on: loop) { () -> CoTask<Page> in
       let page = co_launch { () -> Page in
         let header = co_launch { try loadHeader() }
         let items = co_launch { try loadItems() }
         return Page(header: try co_await(header), items: try co_await(items))
       }
-      try co_delay(0)
+      try co_delay(1)
       page.cancel()
-      _ = try? co_await(page)
-      return page.result
+      return page
     }
-    #expect(isCancellation(result))
+    loop.runUntilIdle()
+    loop.advance(by: 1)
+    #expect(isCancellation(value(driver.result)?.result))
     #expect(Set(unwound.entries) == ["header", "items"])
+    #expect(loop.liveCoroutines == 0)
   }
 
   @Test func detached() throws {

@@ -174,4 +174,17 @@ import Testing
     let total = CoFuture.reduce(prices, 0) { sum, price in sum + price }
     #expect(value(total.result) == 7)
   }
+
+  // MARK: doc-comment samples
+
+  @Test func theLimitAndSeriesSamples() {
+    let urls = ["/a", "/bb", "/ccc"]
+    let orders = [7, 8]
+    let fetchPage = { (url: String) in fulfilled(url.count) }
+    let submit = { (order: Int) in fulfilled("receipt \(order)") }
+    let pages = CoFuture.all(urls, limit: 4) { url in fetchPage(url) }
+    let receipts = CoFuture.series(orders) { order in submit(order) }
+    #expect(value(pages.result) == [2, 3, 4])
+    #expect(value(receipts.result) == ["receipt 7", "receipt 8"])
+  }
 }

@@ -223,4 +223,16 @@ import Testing
     #expect(unwound.value == 1)
     #expect(TestStacks.allReturned(size: size))
   }
+
+  // MARK: doc-comment samples
+
+  @Test func theAllSample() throws {
+    let urls = ["/a", "/bb"]
+    let fetchPage = { (url: String) in fulfilled(url.count) }
+    let sizes = try CoroutineLoop.run { () -> [Int] in
+      let pages = try co_await(CoFuture.all(urls.map(fetchPage)))
+      return pages
+    }
+    #expect(sizes == [2, 3])
+  }
 }

@@ -260,4 +260,12 @@ import Testing
     #expect(deferRan.value == 1)
     #expect(TestStacks.allReturned(size: size))
   }
+
+  // MARK: doc-comment samples
+
+  @Test func theMapSample() {
+    let fetchName = { fulfilled("Ada Lovelace") }
+    let length = fetchName().map { $0.count }
+    #expect(value(length.result) == 12)
+  }
 }

@@ -110,4 +110,23 @@ import Testing
     #expect(launches.value == 3)
     #expect(TestStacks.allReturned(size: size))
   }
+
+  // MARK: doc-comment samples
+
+  @Test func theRetrySample() {
+    let url = "/page"
+    let attempts = Counter()
+    let fetchPage = { (url: String) -> CoFuture<String> in
+      attempts.increment() == 1 ? rejected(Failure.disk) : fulfilled("contents of \(url)")
+    }
+    let loop = CoroutineTestLoop()
+    let driver = co_launch(on: loop) { () -> String in
+      let page = CoFuture.retry(3, delay: 0.5) { fetchPage(url) }
+      return try co_await(page)
+    }
+    loop.runUntilIdle()
+    loop.advance(by: 0.5)
+    #expect(value(driver.result) == "contents of /page")
+    #expect(attempts.value == 2)
+  }
 }

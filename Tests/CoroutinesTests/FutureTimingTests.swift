@@ -132,4 +132,18 @@ import Testing
     done.wait()
     #expect(coroutineError(limited.result) == .timedOut)
   }
+
+  // MARK: doc-comment samples
+
+  @Test func theTimeoutSample() {
+    let loop = CoroutineTestLoop()
+    let fetchProfile = { CoPromise<String>() }
+    let driver = co_launch(on: loop) { () -> String in
+      let profile = try co_await(fetchProfile().timeout(2))
+      return profile
+    }
+    loop.runUntilIdle()
+    loop.advance(by: 2)
+    #expect(coroutineError(driver.result) == .timedOut)
+  }
 }

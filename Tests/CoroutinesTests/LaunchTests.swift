@@ -45,4 +45,16 @@ import Testing
     #expect(task.coroutine.attachment === task)
     task.cancel()
   }
+
+  @Test func theSharedStackSample() throws {
+    let connection = CoPromise<String>()
+    let served = Journal<String>()
+    let serve = { (connection: CoPromise<String>) throws in served.append(try co_await(connection))
+    }
+    try CoroutineLoop.run {
+      co_launch(stack: .shared) { try serve(connection) }
+      connection.fulfill("request")
+    }
+    #expect(served.entries == ["request"])
+  }
 }
