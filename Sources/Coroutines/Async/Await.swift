@@ -132,6 +132,13 @@ public func co_await<T>(on scheduler: any CoroutineScheduler, _ work: @escaping 
 ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
 public func co_delay(_ seconds: Double) throws {
   let coroutine = try Coroutine.requireCurrent()
+  if seconds <= 0 {
+    // Nothing to wait for: just let the jobs already queued run, with no timer at all.
+    if coroutine.isCancelled { throw CancellationError() }
+    coroutine.yieldToScheduler()
+    if coroutine.isCancelled { throw CancellationError() }
+    return
+  }
   var timer: (any CoroutineTimer)?
   defer { timer?.cancel() }
   let _: Void = try coroutine.suspend { resumer in

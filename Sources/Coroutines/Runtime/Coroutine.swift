@@ -251,6 +251,12 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Switches out and lets the scheduler run the coroutine again, on `target` from now on.
   func hop(to target: any CoroutineScheduler) {
     scheduler = target
+    yieldToScheduler()
+  }
+
+  /// Switches out and lets the scheduler run the coroutine again after the jobs already
+  /// queued: a suspension with no wait, so it allocates nothing on a loop.
+  func yieldToScheduler() {
     exit = .reschedule
     cu_fiber_suspend(fiber!)
   }
