@@ -38,6 +38,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   private let waitWord = Atomic<UInt64>(0)
   private let cancelled = Atomic<Bool>(false)
 
+  /// The async layer's record of this coroutine (its task, which knows its parent and
+  /// children): set before the coroutine starts, cleared once it has finished, read only by
+  /// code running on the coroutine. The runtime itself never looks at it.
+  var attachment: AnyObject?
+
   private var fiber: OpaquePointer?
   private var exit = Exit.finish
   private var body: (() -> (() -> Void))?
