@@ -19,6 +19,19 @@ import Testing
     #expect(lines == ["worker: disk"])
   }
 
+  @Test func aDeepChainOfLaunchesReportsThroughTheSameHandler() throws {
+    // Each generation inherits its launcher's handler; passing it along must not wrap it once
+    // per generation (a thunk chain this deep overflowed the reporting coroutine's stack).
+    func launchChain(_ depth: Int) {
+      co_launch(name: "level \(depth)") { () -> Void in
+        if depth == 0 { throw Failure.disk }
+        launchChain(depth - 1)
+      }
+    }
+    let lines = try reports { launchChain(3_000) }
+    #expect(lines == ["level 0: disk"])
+  }
+
   @Test func theDocumentedExample() throws {
     let reported = CoPromise<String>()
     try CoUnhandledErrors.withHandler({ _, error in reported.fulfill("\(error)") }) {

@@ -25,7 +25,7 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   public let name: String?
   let coroutine: Coroutine
   /// Where this task reports an error nobody observed; `nil`: ``CoUnhandledErrors/handler``.
-  let unhandledErrorHandler: CoUnhandledErrors.Handler?
+  let unhandledErrorHandler: HandlerBox?
 
   private let family = Mutex<Void>(())
   private var parent: (any TaskNode)?
@@ -121,7 +121,7 @@ protocol TaskNode: AnyObject, Sendable {
   /// Tells the task that a child has settled.
   func childFinished(_ child: ObjectIdentifier)
   /// The unhandled-error handler that children inherit.
-  var unhandledErrorHandler: CoUnhandledErrors.Handler? { get }
+  var unhandledErrorHandler: HandlerBox? { get }
 }
 
 extension CoTask: TaskNode {

@@ -72,20 +72,25 @@ public enum CoUnhandledErrors {
 
   /// The handler a coroutine launched now inherits: its launcher's, if a task launches it,
   /// else the one installed on this thread, if any.
-  static func inherited(from launcher: (any TaskNode)?) -> Handler? {
-    launcher.map { $0.unhandledErrorHandler } ?? scoped
+  ///
+  /// Passed along in its box: a closure read through a protocol requirement comes back wrapped
+  /// in a reabstraction thunk, and a chain of launches would nest one thunk per generation.
+  static func inherited(from launcher: (any TaskNode)?) -> HandlerBox? {
+    launcher.map { $0.unhandledErrorHandler } ?? scopedBox
   }
 
-  static func report(name: String?, error: any Error, to handler: Handler?) {
-    (handler ?? self.handler)(name, error)
+  static func report(name: String?, error: any Error, to box: HandlerBox?) {
+    (box?.handler ?? self.handler)(name, error)
   }
 
   /// The handler installed on this thread by `withHandler`.
+  private static var scopedBox: HandlerBox? {
+    guard let raw = pthread_getspecific(key) else { return nil }
+    return Unmanaged<HandlerBox>.fromOpaque(raw).takeUnretainedValue()
+  }
+
   private static var scoped: Handler? {
-    get {
-      guard let raw = pthread_getspecific(key) else { return nil }
-      return Unmanaged<HandlerBox>.fromOpaque(raw).takeUnretainedValue().handler
-    }
+    get { scopedBox?.handler }
     set {
       if let raw = pthread_getspecific(key) { Unmanaged<HandlerBox>.fromOpaque(raw).release() }
       let box = newValue.map { Unmanaged.passRetained(HandlerBox($0)).toOpaque() }
@@ -103,7 +108,8 @@ public enum CoUnhandledErrors {
   }()
 }
 
-private final class HandlerBox: Sendable {
+/// A handler in a class, so it is passed by reference and never re-wrapped.
+final class HandlerBox: Sendable {
   let handler: CoUnhandledErrors.Handler
   init(_ handler: @escaping CoUnhandledErrors.Handler) { self.handler = handler }
 }
