@@ -72,6 +72,7 @@ public enum CoUnhandledErrors {
 
   /// The handler a coroutine launched now inherits: its launcher's, if a task launches it,
   /// else the one installed on this thread, if any.
+  @usableFromInline
   static func inherited(from launcher: (any TaskNode)?) -> Handler? {
     launcher.map { $0.unhandledErrorHandler } ?? scoped
   }
