@@ -16,6 +16,9 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   @usableFromInline @exclusivity(unchecked) var futureObservers = Observers()
   /// Whether anyone has looked at the outcome (see ``CoUnhandledErrors``).
   @usableFromInline @exclusivity(unchecked) var futureObserved = false
+  /// Whether the outcome is a failure: lets a task's deinitialiser, which runs unspecialised,
+  /// skip reading the generic outcome (a metadata look-up) when there is no error to report.
+  @usableFromInline @exclusivity(unchecked) var futureFailed = false
 
   @inlinable init() {}
 
@@ -53,6 +56,12 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   @inlinable
   var wasObserved: Bool { futureLock.withLock { _ in futureObserved } }
 
+  /// True once the future has failed and nobody has observed it; reads nothing generic.
+  @usableFromInline
+  final var hasUnobservedFailure: Bool {
+    futureLock.withLock { _ in futureFailed && !futureObserved }
+  }
+
   @inlinable
   func observe(_ callback: @escaping (Result<T, any Error>) -> Void, marking: Bool) {
     let settled = futureLock.withLock { _ -> Result<T, any Error>? in
@@ -82,6 +91,7 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
     let toNotify = futureLock.withLock { _ -> Observers? in
       guard futureOutcome == nil else { return nil }
       futureOutcome = result
+      if case .failure = result { futureFailed = true }
       return futureObservers.takeAll()
     }
     guard let toNotify else { return false }

@@ -33,8 +33,12 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   @usableFromInline @exclusivity(unchecked) var parent: (any TaskNode)?
   @usableFromInline @exclusivity(unchecked) var children: [ObjectIdentifier: any TaskNode] = [:]
   @usableFromInline @exclusivity(unchecked) var childrenCancelled = false
-  @usableFromInline @exclusivity(unchecked) var bodyDone = false
-  @usableFromInline @exclusivity(unchecked) var waitingOutcome: Result<T, any Error>?
+  /// Settles the task once its last child has; set when the body finished with children still
+  /// running. A closure rather than the outcome itself, so that `childFinished` (called
+  /// unspecialised, through `TaskNode`) and the deinitialiser touch nothing generic. Its
+  /// reference to the task is dropped when the last child finishes (the children keep the
+  /// task alive until then anyway, through their `parent`).
+  @usableFromInline @exclusivity(unchecked) var settleAfterChildren: (() -> Void)?
 
   /// A task for `coroutine`, not started yet: the child of the task running on this thread,
   /// unless `detached`.
@@ -50,7 +54,9 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   }
 
   deinit {
-    guard case .failure(let error)? = peek, !wasObserved, !error.isCancellation else { return }
+    guard hasUnobservedFailure, case .failure(let error)? = peek, !error.isCancellation else {
+      return
+    }
     CoUnhandledErrors.report(name: name, error: error, to: unhandledErrorHandler)
   }
 
@@ -91,9 +97,8 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
     attach(nil, to: coroutine)
     if case .failure = outcome { cancelChildren() }
     let settleNow = family.withLock { _ -> Bool in
-      bodyDone = true
       if children.isEmpty { return true }
-      waitingOutcome = outcome
+      settleAfterChildren = { self.complete(outcome) }
       return false
     }
     if settleNow {
@@ -165,14 +170,14 @@ extension CoTask: TaskNode {
 
   @usableFromInline
   func childFinished(_ child: ObjectIdentifier) {
-    let outcome = family.withLock { _ -> Result<T, any Error>? in
+    let settle = family.withLock { _ -> (() -> Void)? in
       children[child] = nil
-      guard bodyDone, children.isEmpty, let outcome = waitingOutcome else { return nil }
-      waitingOutcome = nil
-      return outcome
+      guard children.isEmpty, let settle = settleAfterChildren else { return nil }
+      settleAfterChildren = nil
+      return settle
     }
-    guard let outcome else { return }
-    complete(outcome)
+    guard let settle else { return }
+    settle()
     (coroutine.home as? any CoroutineAccounting)?.coroutineFinished()
   }
 }
