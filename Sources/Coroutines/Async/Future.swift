@@ -6,19 +6,28 @@ import Synchronization
 /// settling still fire; each observer fires exactly once. Any thread may settle, observe or
 /// await. Create one with ``CoPromise`` or ``co_launch(on:name:stackSize:_:)``.
 public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` are behind `mutex`
-  private let mutex = Mutex<Void>(())
-  private var outcome: Result<T, any Error>?
-  private var observers = Observers()
+  // The state is `@usableFromInline` and the hot paths `@inlinable`, so that a caller in another
+  // module runs them specialised for its `T`: unspecialised, every settle, observe and read
+  // looked up the metadata of `Result<T, any Error>?` and `Observers` in the runtime's tables.
+  // `@exclusivity(unchecked)`: the three fields are only touched inside `futureLock`, and no access
+  // calls out to code that could reach them again (observers run after the lock is dropped).
+  @usableFromInline let futureLock = Mutex<Void>(())
+  @usableFromInline @exclusivity(unchecked) var futureOutcome: Result<T, any Error>?
+  @usableFromInline @exclusivity(unchecked) var futureObservers = Observers()
   /// Whether anyone has looked at the outcome (see ``CoUnhandledErrors``).
-  private var observed = false
+  @usableFromInline @exclusivity(unchecked) var futureObserved = false
+  /// Whether the outcome is a failure: lets a task's deinitialiser, which runs unspecialised,
+  /// skip reading the generic outcome (a metadata look-up) when there is no error to report.
+  @usableFromInline @exclusivity(unchecked) var futureFailed = false
 
-  init() {}
+  @inlinable init() {}
 
   /// The outcome once settled; `nil` while pending. Reading it counts as observing the future.
+  @inlinable
   public var result: Result<T, any Error>? {
-    mutex.withLock { _ in
-      observed = true
-      return outcome
+    futureLock.withLock { _ in
+      futureObserved = true
+      return futureOutcome
     }
   }
 
@@ -27,27 +36,38 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
 
   /// Calls `callback` once with the outcome: on the thread that settles the future, right after
   /// it settles, or at once on this thread if it already has. Counts as observing the future.
+  @inlinable
   public func whenComplete(_ callback: @escaping (Result<T, any Error>) -> Void) {
     observe(callback, marking: true)
   }
 
   /// Like ``whenComplete(_:)``, for the runtime's own bookkeeping (scopes, parents), which must
   /// not make an error count as handled.
+  @inlinable
   func whenSettled(_ callback: @escaping (Result<T, any Error>) -> Void) {
     observe(callback, marking: false)
   }
 
   /// The outcome, without counting as an observation.
-  var peek: Result<T, any Error>? { mutex.withLock { _ in outcome } }
+  @inlinable
+  var peek: Result<T, any Error>? { futureLock.withLock { _ in futureOutcome } }
 
   /// True once someone awaited, observed or read the outcome.
-  var wasObserved: Bool { mutex.withLock { _ in observed } }
+  @inlinable
+  var wasObserved: Bool { futureLock.withLock { _ in futureObserved } }
 
-  private func observe(_ callback: @escaping (Result<T, any Error>) -> Void, marking: Bool) {
-    let settled = mutex.withLock { _ -> Result<T, any Error>? in
-      if marking { observed = true }
-      if let outcome { return outcome }
-      observers.append(callback)
+  /// True once the future has failed and nobody has observed it; reads nothing generic.
+  @usableFromInline
+  final var hasUnobservedFailure: Bool {
+    futureLock.withLock { _ in futureFailed && !futureObserved }
+  }
+
+  @inlinable
+  func observe(_ callback: @escaping (Result<T, any Error>) -> Void, marking: Bool) {
+    let settled = futureLock.withLock { _ -> Result<T, any Error>? in
+      if marking { futureObserved = true }
+      if let futureOutcome { return futureOutcome }
+      futureObservers.append(callback)
       return nil
     }
     if let settled { callback(settled) }
@@ -59,18 +79,20 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   }
 
   /// Waits for the outcome inside a coroutine; see `co_await(_:)`.
+  @inlinable
   public func await() throws -> T {
     try co_await(self)
   }
 
   /// Settles the future if it is pending; returns false when it had already settled.
   @discardableResult
-  @usableFromInline  // called from the inlinable co_launch
+  @inlinable
   func settle(_ result: Result<T, any Error>) -> Bool {
-    let toNotify = mutex.withLock { _ -> Observers? in
-      guard outcome == nil else { return nil }
-      outcome = result
-      return observers.takeAll()
+    let toNotify = futureLock.withLock { _ -> Observers? in
+      guard futureOutcome == nil else { return nil }
+      futureOutcome = result
+      if case .failure = result { futureFailed = true }
+      return futureObservers.takeAll()
     }
     guard let toNotify else { return false }
     toNotify.forEach { $0(result) }
@@ -78,21 +100,27 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   }
 
   /// Observers stored without an array for the common case of one.
-  private struct Observers {
-    typealias Callback = (Result<T, any Error>) -> Void
-    private var first: Callback?
-    private var rest: [Callback] = []
+  @usableFromInline
+  struct Observers {
+    @usableFromInline typealias Callback = (Result<T, any Error>) -> Void
+    @usableFromInline var first: Callback?
+    @usableFromInline var rest: [Callback] = []
 
+    @inlinable init() {}
+
+    @inlinable
     mutating func append(_ callback: @escaping Callback) {
       if first == nil { first = callback } else { rest.append(callback) }
     }
 
+    @inlinable
     mutating func takeAll() -> Observers {
       let taken = self
       self = Observers()
       return taken
     }
 
+    @inlinable
     func forEach(_ body: (Callback) -> Void) {
       if let first { body(first) }
       rest.forEach(body)
@@ -109,7 +137,7 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
 /// ```
 public final class CoPromise<T>: CoFuture<T>, @unchecked Sendable {
   /// Creates a pending promise.
-  public override init() {}
+  @inlinable public override init() {}
 
   /// Creates a promise and runs `body` at once with its `fulfill` and `reject`; an error thrown
   /// by `body` rejects the promise.
@@ -128,16 +156,19 @@ public final class CoPromise<T>: CoFuture<T>, @unchecked Sendable {
   }
 
   /// Fulfills the promise with `value`; ignored once it has settled.
+  @inlinable
   public func fulfill(_ value: T) {
     settle(.success(value))
   }
 
   /// Rejects the promise with `error`; ignored once it has settled.
+  @inlinable
   public func reject(_ error: any Error) {
     settle(.failure(error))
   }
 
   /// Settles the promise with `result`; ignored once it has settled.
+  @inlinable
   public func resolve(_ result: Result<T, any Error>) {
     settle(result)
   }

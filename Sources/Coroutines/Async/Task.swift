@@ -23,32 +23,40 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   // @unchecked: the result is CoFuture's and the family state is behind `family`, each a mutex.
   /// The name given at launch, shown in diagnostics.
   public let name: String?
-  let coroutine: Coroutine
+  @usableFromInline let coroutine: Coroutine
   /// Where this task reports an error nobody observed; `nil`: ``CoUnhandledErrors/handler``.
-  let unhandledErrorHandler: HandlerBox?
+  @usableFromInline let unhandledErrorHandler: HandlerBox?
 
-  private let family = Mutex<Void>(())
-  private var parent: (any TaskNode)?
-  private var children: [ObjectIdentifier: any TaskNode] = [:]
-  private var childrenCancelled = false
-  private var bodyDone = false
-  private var waitingOutcome: Result<T, any Error>?
+  // `@usableFromInline` so that launching and finishing run specialised in the caller (see
+  // CoFuture). `@exclusivity(unchecked)`: touched only inside `family`, and no access calls out.
+  @usableFromInline let family = Mutex<Void>(())
+  @usableFromInline @exclusivity(unchecked) var parent: (any TaskNode)?
+  @usableFromInline @exclusivity(unchecked) var children: [ObjectIdentifier: any TaskNode] = [:]
+  @usableFromInline @exclusivity(unchecked) var childrenCancelled = false
+  /// Settles the task once its last child has; set when the body finished with children still
+  /// running. A closure rather than the outcome itself, so that `childFinished` (called
+  /// unspecialised, through `TaskNode`) and the deinitialiser touch nothing generic. Its
+  /// reference to the task is dropped when the last child finishes (the children keep the
+  /// task alive until then anyway, through their `parent`).
+  @usableFromInline @exclusivity(unchecked) var settleAfterChildren: (() -> Void)?
 
   /// A task for `coroutine`, not started yet: the child of the task running on this thread,
   /// unless `detached`.
-  @usableFromInline  // called from the inlinable co_launch
+  @inlinable  // called from the inlinable co_launch
   init(name: String?, coroutine: Coroutine, detached: Bool) {
-    let launcher = Coroutine.current?.attachment as? any TaskNode
+    let launcher = currentTaskNode()
     self.name = name
     self.coroutine = coroutine
     self.parent = detached ? nil : launcher
     self.unhandledErrorHandler = CoUnhandledErrors.inherited(from: launcher)
     super.init()
-    coroutine.attachment = self
+    attach(self, to: coroutine)
   }
 
   deinit {
-    guard case .failure(let error)? = peek, !wasObserved, !error.isCancellation else { return }
+    guard hasUnobservedFailure, case .failure(let error)? = peek, !error.isCancellation else {
+      return
+    }
     CoUnhandledErrors.report(name: name, error: error, to: unhandledErrorHandler)
   }
 
@@ -65,7 +73,8 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   /// True once ``cancel()`` has been called (on this task or on an ancestor).
   public var isCancelled: Bool { coroutine.isCancelled }
 
-  private func cancelChildren() {
+  @usableFromInline
+  func cancelChildren() {
     let toCancel = family.withLock { _ -> [any TaskNode] in
       childrenCancelled = true
       return Array(children.values)
@@ -74,34 +83,34 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   }
 
   /// Joins the parent (born cancelled if the parent already is) and schedules the coroutine.
-  @usableFromInline
+  @inlinable
   func start() {
     let parent = family.withLock { _ in self.parent }
-    if let parent, !parent.adopt(self) { coroutine.cancel() }
+    if let parent, !parent.adopt(self) { cancelBeforeStart(coroutine) }
     coroutine.launch { error in self.finish(.failure(error)) }
   }
 
   /// Publishes the body's outcome (called once the coroutine is off its stack, or instead of
   /// running it): at once if no child is running, else when the last child settles.
-  @usableFromInline
+  @inlinable
   func finish(_ outcome: Result<T, any Error>) {
-    coroutine.attachment = nil
+    attach(nil, to: coroutine)
     if case .failure = outcome { cancelChildren() }
     let settleNow = family.withLock { _ -> Bool in
-      bodyDone = true
       if children.isEmpty { return true }
-      waitingOutcome = outcome
+      settleAfterChildren = { self.complete(outcome) }
       return false
     }
     if settleNow {
       complete(outcome)
     } else {
       // Still live for its loop until the children are done (see the type's documentation).
-      (coroutine.home as? any CoroutineAccounting)?.coroutineCreated()
+      coroutineStillLive(coroutine)
     }
   }
 
-  private func complete(_ outcome: Result<T, any Error>) {
+  @inlinable
+  func complete(_ outcome: Result<T, any Error>) {
     settle(outcome)
     let parent = family.withLock { _ -> (any TaskNode)? in
       defer { self.parent = nil }
@@ -111,7 +120,32 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   }
 }
 
+/// The task of the coroutine running on this thread, if any: the parent of a task launched now.
+@usableFromInline
+func currentTaskNode() -> (any TaskNode)? {
+  Coroutine.current?.attachment as? any TaskNode
+}
+
+/// Records `task` as `coroutine`'s (or clears it): how a coroutine launched on it finds its parent.
+@usableFromInline
+func attach(_ task: AnyObject?, to coroutine: Coroutine) {
+  coroutine.attachment = task
+}
+
+/// Cancels a coroutine whose parent was cancelled before it could start.
+@usableFromInline
+func cancelBeforeStart(_ coroutine: Coroutine) {
+  coroutine.cancel()
+}
+
+/// Keeps a finished coroutine live for its loop while its children run (see ``CoTask``).
+@usableFromInline
+func coroutineStillLive(_ coroutine: Coroutine) {
+  (coroutine.home as? any CoroutineAccounting)?.coroutineCreated()
+}
+
 /// A task as its parent and children see it, whatever its value type.
+@usableFromInline
 protocol TaskNode: AnyObject, Sendable {
   /// Cancels the task's coroutine and its children.
   func cancel()
@@ -125,6 +159,7 @@ protocol TaskNode: AnyObject, Sendable {
 }
 
 extension CoTask: TaskNode {
+  @usableFromInline
   func adopt(_ child: any TaskNode) -> Bool {
     family.withLock { _ -> Bool in
       if childrenCancelled { return false }
@@ -133,15 +168,16 @@ extension CoTask: TaskNode {
     }
   }
 
+  @usableFromInline
   func childFinished(_ child: ObjectIdentifier) {
-    let outcome = family.withLock { _ -> Result<T, any Error>? in
+    let settle = family.withLock { _ -> (() -> Void)? in
       children[child] = nil
-      guard bodyDone, children.isEmpty, let outcome = waitingOutcome else { return nil }
-      waitingOutcome = nil
-      return outcome
+      guard children.isEmpty, let settle = settleAfterChildren else { return nil }
+      settleAfterChildren = nil
+      return settle
     }
-    guard let outcome else { return }
-    complete(outcome)
+    guard let settle else { return }
+    settle()
     (coroutine.home as? any CoroutineAccounting)?.coroutineFinished()
   }
 }

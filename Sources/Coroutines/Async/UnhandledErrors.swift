@@ -75,6 +75,7 @@ public enum CoUnhandledErrors {
   ///
   /// Passed along in its box: a closure read through a protocol requirement comes back wrapped
   /// in a reabstraction thunk, and a chain of launches would nest one thunk per generation.
+  @usableFromInline
   static func inherited(from launcher: (any TaskNode)?) -> HandlerBox? {
     launcher.map { $0.unhandledErrorHandler } ?? scopedBox
   }
@@ -109,6 +110,7 @@ public enum CoUnhandledErrors {
 }
 
 /// A handler in a class, so it is passed by reference and never re-wrapped.
+@usableFromInline
 final class HandlerBox: Sendable {
   let handler: CoUnhandledErrors.Handler
   init(_ handler: @escaping CoUnhandledErrors.Handler) { self.handler = handler }
