@@ -27,17 +27,12 @@ final class LoopTimer: CoroutineTimer, Sendable {
   func claimForFiring() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
 
   var isCancelled: Bool { done.load(ordering: .acquiring) }
-
-  /// Earlier deadline first; equal deadlines in the order they were added.
-  func fires(before other: LoopTimer) -> Bool {
-    (deadline, sequence) < (other.deadline, other.sequence)
-  }
 }
 
-/// What a timer heap orders.
+/// What a timer heap orders: a deadline, then the order of insertion.
 protocol TimerOrdered {
-  /// True when `self` is due before `other`.
-  func fires(before other: Self) -> Bool
+  var deadline: UInt64 { get }
+  var sequence: UInt64 { get }
 }
 
 extension LoopTimer: TimerOrdered {}
@@ -76,14 +71,13 @@ struct TimerEntry {
     case .sleep(let coroutine, let generation): !coroutine.isWaiting(generation)
     }
   }
-
-  /// Earlier deadline first; equal deadlines in the order they were added.
-  func fires(before other: TimerEntry) -> Bool {
-    (deadline, sequence) < (other.deadline, other.sequence)
-  }
 }
 
 /// A binary min-heap of timers ordered by deadline, then by insertion.
+///
+/// Sifting compares only the trivial keys, in place through a buffer pointer: copying an entry
+/// out to compare it would retain and release its object on every step, which was most of the
+/// cost of a `co_delay` with ten thousand sleepers.
 struct TimerHeap<Entry: TimerOrdered> {
   private var entries: [Entry] = []
 
@@ -92,12 +86,14 @@ struct TimerHeap<Entry: TimerOrdered> {
 
   mutating func insert(_ entry: Entry) {
     entries.append(entry)
-    var child = entries.count - 1
-    while child > 0 {
-      let parent = (child - 1) / 2
-      guard entries[child].fires(before: entries[parent]) else { break }
-      entries.swapAt(child, parent)
-      child = parent
+    entries.withUnsafeMutableBufferPointer { heap in
+      var child = heap.count - 1
+      while child > 0 {
+        let parent = (child - 1) / 2
+        guard Self.isEarlier(heap, child, parent) else { break }
+        heap.swapAt(child, parent)
+        child = parent
+      }
     }
   }
 
@@ -105,19 +101,26 @@ struct TimerHeap<Entry: TimerOrdered> {
     guard !entries.isEmpty else { return nil }
     entries.swapAt(0, entries.count - 1)
     let first = entries.removeLast()
-    var parent = 0
-    while true {
-      let left = 2 * parent + 1
-      let right = left + 1
-      var smallest = parent
-      if left < entries.count, entries[left].fires(before: entries[smallest]) { smallest = left }
-      if right < entries.count, entries[right].fires(before: entries[smallest]) {
-        smallest = right
+    entries.withUnsafeMutableBufferPointer { heap in
+      var parent = 0
+      while true {
+        let left = 2 * parent + 1
+        let right = left + 1
+        var earliest = parent
+        if left < heap.count, Self.isEarlier(heap, left, earliest) { earliest = left }
+        if right < heap.count, Self.isEarlier(heap, right, earliest) { earliest = right }
+        guard earliest != parent else { break }
+        heap.swapAt(parent, earliest)
+        parent = earliest
       }
-      guard smallest != parent else { break }
-      entries.swapAt(parent, smallest)
-      parent = smallest
     }
     return first
+  }
+
+  /// Earlier deadline first; equal deadlines in the order they were added.
+  private static func isEarlier(_ heap: UnsafeMutableBufferPointer<Entry>, _ i: Int, _ j: Int)
+    -> Bool
+  {
+    (heap[i].deadline, heap[i].sequence) < (heap[j].deadline, heap[j].sequence)
   }
 }
