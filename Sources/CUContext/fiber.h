@@ -5,6 +5,7 @@
 #include <ucontext.h>
 
 #include "cucontext.h"
+#include "sanitizer.h"
 
 struct cu_fiber {
   ucontext_t self;             // where the fiber's registers rest while it is suspended
@@ -15,6 +16,7 @@ struct cu_fiber {
   void *mapping;               // start of the mmap'ed region (guard included)
   size_t mapping_size;
   size_t stack_size;
+  cu_sanitizer_fiber sanitizer;  // ASan/TSan bookkeeping; empty in plain builds
 };
 
 #endif
