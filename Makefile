@@ -32,6 +32,7 @@ sanitize-address:
 	@for backend in $(SANITIZE_BACKENDS); do \
 	  echo "== AddressSanitizer, $$backend backend"; \
 	  COROUTINES_BACKEND=$$backend ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+	    LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
 	    $(SWIFT) test --scratch-path .build/sanitize-address --sanitize=address --disable-xctest \
 	    || exit 1; \
 	done

@@ -51,11 +51,13 @@ void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {
 
 void cu_fiber_resume(cu_fiber *fiber) {
   cu_sanitizer_resumer san;
+  cu_fiber *previous = cu_overflow_enter(fiber);
   swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
   cu_san_resume_begin(&fiber->sanitizer, &san, fiber->self.uc_stack.ss_sp, fiber->stack_size);
   current_switch(&fiber->resumer, &fiber->self);
   cu_san_resume_end(&san);
   swift_task_exitThreadLocalContext((char *)fiber->exclusivity);
+  cu_overflow_leave(previous);
 }
 
 void cu_fiber_suspend(cu_fiber *fiber) {

@@ -17,6 +17,13 @@ struct cu_fiber {
   size_t mapping_size;
   size_t stack_size;
   cu_sanitizer_fiber sanitizer;  // ASan/TSan bookkeeping; empty in plain builds
+  char name[64];                 // the coroutine's name for overflow reports (may be cut)
+  size_t requested_size;         // the stack size the coroutine asked for, for the same reports
 };
+
+// Overflow reports (overflow.c): the resumer marks the fiber as running on this thread (and
+// prepares the thread on its first resume), then restores what ran before.
+cu_fiber *cu_overflow_enter(cu_fiber *fiber);
+void cu_overflow_leave(cu_fiber *previous);
 
 #endif

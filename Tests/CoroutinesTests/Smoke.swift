@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Coroutines
 
 @Test func smoke() throws {

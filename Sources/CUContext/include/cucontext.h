@@ -36,6 +36,10 @@ void cu_fiber_resume(cu_fiber *_Nonnull fiber);
 /// Called on the fiber's own stack: switches back to whoever resumed it. Returns when resumed.
 void cu_fiber_suspend(cu_fiber *_Nonnull fiber);
 
+/// Labels the fiber for stack overflow reports with the name and requested stack size of the
+/// coroutine that runs on it next. NULL clears the name; the name is copied, and cut to 63 bytes.
+void cu_fiber_set_label(cu_fiber *_Nonnull fiber, const char *_Nullable name, size_t stack_size);
+
 /// Usable stack bytes of the fiber (after rounding).
 size_t cu_fiber_stack_size(const cu_fiber *_Nonnull fiber);
 

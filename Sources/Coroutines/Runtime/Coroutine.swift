@@ -91,6 +91,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       let fiber = try StackPool.shared.take(size: stackSize)
       self.fiber = fiber
       cu_fiber_prepare(fiber, coroutineEntry, Unmanaged.passUnretained(self).toOpaque())
+      CoroutineRegistry.coroutineStarted(self, on: fiber)
     } catch {
       transition(.finish)
       body = nil
@@ -116,6 +117,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       let fiber = try StackPool.shared.take(size: stackSize)
       self.fiber = fiber
       cu_fiber_prepare(fiber, coroutineEntry, Unmanaged.passUnretained(self).toOpaque())
+      CoroutineRegistry.coroutineStarted(self, on: fiber)
       transition(.start)
     } else {
       transition(.resume)

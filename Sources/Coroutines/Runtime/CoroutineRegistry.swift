@@ -1,3 +1,4 @@
+import CUContext
 import Synchronization
 
 /// A scheduler that wants to know how many coroutines belong to it (a loop that runs until
@@ -17,6 +18,13 @@ enum CoroutineRegistry {
   static func coroutineCreated(on home: any CoroutineScheduler) {
     live.add(1, ordering: .relaxed)
     (home as? any CoroutineAccounting)?.coroutineCreated()
+  }
+
+  /// The coroutine is about to run on `fiber` for the first time: the fiber learns its name,
+  /// so a stack overflow report can say whose stack it was
+  /// and how large it was meant to be.
+  static func coroutineStarted(_ coroutine: Coroutine, on fiber: OpaquePointer) {
+    cu_fiber_set_label(fiber, coroutine.name, coroutine.stackSize)
   }
 
   static func coroutineFinished(on home: any CoroutineScheduler) {
