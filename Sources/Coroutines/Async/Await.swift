@@ -6,7 +6,8 @@ final class CoroutineResumer<T>: @unchecked Sendable {  // `Coroutine.claim` mak
   private let generation: UInt64
   private let slot: UnsafeMutablePointer<Result<T, any Error>?>
 
-  init(coroutine: Coroutine, generation: UInt64, slot: UnsafeMutablePointer<Result<T, any Error>?>) {
+  init(coroutine: Coroutine, generation: UInt64, slot: UnsafeMutablePointer<Result<T, any Error>?>)
+  {
     self.coroutine = coroutine
     self.generation = generation
     self.slot = slot
@@ -36,6 +37,7 @@ extension Coroutine {
     withUnsafeMutablePointer(to: &delivered) { slot in
       let generation = armWait()
       register(CoroutineResumer(coroutine: self, generation: generation, slot: slot))
+      endWaitIfCancelled(generation)
       park()
     }
     guard let delivered else { throw CancellationError() }

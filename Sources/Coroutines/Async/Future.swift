@@ -89,9 +89,10 @@ public final class CoPromise<T>: CoFuture<T>, @unchecked Sendable {
   /// Creates a promise and runs `body` at once with its `fulfill` and `reject`; an error thrown
   /// by `body` rejects the promise.
   public convenience init(
-    _ body: @escaping (
-      _ fulfill: @escaping (T) -> Void, _ reject: @escaping (any Error) -> Void
-    ) throws -> Void
+    _ body:
+      @escaping (
+        _ fulfill: @escaping (T) -> Void, _ reject: @escaping (any Error) -> Void
+      ) throws -> Void
   ) {
     self.init()
     do {

@@ -2,7 +2,8 @@
 ///
 /// The task settles once the coroutine has finished and left its stack: with the body's value,
 /// or with the error it threw.
-public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {  // see CoFuture; `coroutine` is immutable
+public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
+  // @unchecked: the state is CoFuture's (behind its mutex); `coroutine` is immutable.
   /// The name given at launch, shown in diagnostics.
   public let name: String?
   let coroutine: Coroutine

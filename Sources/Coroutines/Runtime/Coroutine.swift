@@ -183,8 +183,17 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Arms a new wait and returns its generation; a waker holding it may wake the coroutine once.
   func armWait() -> UInt64 {
     let generation = (waitWord.load(ordering: .relaxed) >> 1) &+ 1
-    waitWord.store(generation << 1 | 1, ordering: .releasing)
+    // Sequentially consistent, like `cancel()`: of the arm here and the flag there, at least
+    // one side sees the other (see `endWaitIfCancelled`).
+    waitWord.store(generation << 1 | 1, ordering: .sequentiallyConsistent)
     return generation
+  }
+
+  /// Ends the armed wait with cancellation if `cancel()` ran before it could see the wait.
+  /// Without this, a cancel landing between the caller's cancellation check and `armWait()`
+  /// would find nothing to wake, and the coroutine would sleep through it.
+  func endWaitIfCancelled(_ generation: UInt64) {
+    if cancelled.load(ordering: .sequentiallyConsistent), claim(generation) { wake() }
   }
 
   /// Switches out until the armed wait is claimed and woken; returns at once if it already was.
@@ -226,6 +235,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       }
       if compareAndSwap(.running, .wokenEarly) { return }
       let now = state.load(ordering: .acquiring)
+      // It parked (or was still running) between the two attempts: try again.
+      if now == .suspended || now == .running { continue }
       preconditionFailure("a \(now) coroutine cannot be woken")
     }
   }
@@ -233,8 +244,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Marks the coroutine cancelled and ends its pending wait, which then throws
   /// `CancellationError`.
   func cancel() {
-    guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    let word = waitWord.load(ordering: .acquiring)
+    guard !cancelled.exchange(true, ordering: .sequentiallyConsistent) else { return }
+    let word = waitWord.load(ordering: .sequentiallyConsistent)
     if word & 1 == 1, claim(word >> 1) { wake() }
   }
 

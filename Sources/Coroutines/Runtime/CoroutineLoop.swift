@@ -180,7 +180,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     lock.lock()
     defer { lock.unlock() }
     guard remoteJobs.isEmpty, remoteTimers.isEmpty else { return true }
-    if liveCoroutines.load(ordering: .acquiring) == 0, pendingTimers.load(ordering: .acquiring) == 0 {
+    if liveCoroutines.load(ordering: .acquiring) == 0, pendingTimers.load(ordering: .acquiring) == 0
+    {
       return false
     }
     sleeping = true

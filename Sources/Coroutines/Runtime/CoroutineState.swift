@@ -92,7 +92,9 @@ struct IllegalCoroutineTransition: Error, Equatable, CustomStringConvertible {
 extension CoroutineState {
   /// The state after `event`; throws when the event is illegal here.
   func applying(_ event: Event) throws(IllegalCoroutineTransition) -> CoroutineState {
-    guard let next = after(event) else { throw IllegalCoroutineTransition(state: self, event: event) }
+    guard let next = after(event) else {
+      throw IllegalCoroutineTransition(state: self, event: event)
+    }
     return next
   }
 }

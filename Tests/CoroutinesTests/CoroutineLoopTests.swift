@@ -1,0 +1,118 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Coroutines
+
+@Suite struct CoroutineLoopTests {
+  @Test func runReturnsTheBodysValue() throws {
+    #expect(try CoroutineLoop.run { 42 } == 42)
+  }
+
+  @Test func runRethrowsTheBodysError() {
+    struct Boom: Error, Equatable {}
+    #expect(throws: Boom()) { try CoroutineLoop.run { () throws -> Int in throw Boom() } }
+  }
+
+  @Test func jobsRunInTheOrderTheyWereScheduled() throws {
+    let order = try CoroutineLoop.run { () -> [Int] in
+      let log = Log()
+      let loop = try #require(CoroutineLoop.current)
+      for index in 0..<100 { loop.schedule { log.append(index) } }
+      try co_delay(0)
+      return log.values
+    }
+    #expect(order == Array(0..<100))
+  }
+
+  @Test func timersFireInDeadlineOrder() throws {
+    let order = try CoroutineLoop.run { () -> [Int] in
+      let log = Log()
+      let loop = try #require(CoroutineLoop.current)
+      for (index, delay) in [0.03, 0.01, 0.02, 0.0].enumerated() {
+        _ = loop.schedule(after: delay) { log.append(index) }
+      }
+      try co_delay(0.05)
+      return log.values
+    }
+    #expect(order == [3, 1, 2, 0])
+  }
+
+  @Test func aCancelledTimerNeverFiresAndDoesNotKeepTheLoopAlive() throws {
+    let log = Log()
+    let started = Date()
+    try CoroutineLoop.run {
+      let timer = CoroutineLoop.current!.schedule(after: 30) { log.append(1) }
+      timer.cancel()
+    }
+    #expect(log.values.isEmpty)
+    #expect(Date().timeIntervalSince(started) < 10)
+  }
+
+  @Test func runWaitsForEveryCoroutineOfItsLoop() throws {
+    let log = Log()
+    try CoroutineLoop.run {
+      for index in 0..<5 {
+        co_launch {
+          try co_delay(0.001 * Double(5 - index))
+          log.append(index)
+        }
+      }
+    }
+    #expect(log.values.sorted() == [0, 1, 2, 3, 4])
+  }
+
+  @Test func aJobFromAnotherThreadWakesASleepingLoop() throws {
+    let value = try CoroutineLoop.run { () -> Int in
+      let loop = CoroutineLoop.current!
+      let promise = CoPromise<Int>()
+      DispatchQueue.global().async { loop.schedule { promise.fulfill(5) } }
+      return try co_await(promise)
+    }
+    #expect(value == 5)
+  }
+
+  @Test func severalThreadsRunTheirOwnLoopsAtOnce() {
+    let results = Log()
+    DispatchQueue.concurrentPerform(iterations: 4) { index in
+      let value = try? CoroutineLoop.run { () -> Int in
+        try co_delay(0.005)
+        return index
+      }
+      results.append(value ?? -1)
+    }
+    #expect(results.values.sorted() == [0, 1, 2, 3])
+  }
+
+  @Test func currentIsTheLoopTheThreadRuns() throws {
+    #expect(CoroutineLoop.current == nil)
+    let same = try CoroutineLoop.run { () -> Bool in
+      let loop = CoroutineLoop.current
+      return loop != nil && loop === Coroutine.current?.home
+    }
+    #expect(same)
+    #expect(CoroutineLoop.current == nil)
+  }
+
+  @Test func tenThousandCoroutinesDelayTogetherNotOneAfterAnother() throws {
+    let waiting = Atomic<Int>(0)
+    let mostAtOnce = Atomic<Int>(0)
+    let started = Date()
+    try CoroutineLoop.run {
+      for _ in 0..<10_000 {
+        co_launch {
+          let now = waiting.add(1, ordering: .relaxed).newValue
+          mostAtOnce.max(now, ordering: .relaxed)
+          try co_delay(0.01)
+          waiting.subtract(1, ordering: .relaxed)
+        }
+      }
+    }
+    // All ten thousand were waiting at the same moment, so the run took about one delay
+    // (serially it would take 100 s; the bound below is generous for debug builds).
+    #expect(mostAtOnce.load(ordering: .relaxed) == 10_000)
+    #expect(waiting.load(ordering: .relaxed) == 0)
+    #expect(Date().timeIntervalSince(started) < 20)
+  }
+}

@@ -1,0 +1,62 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import Coroutines
+
+/// Swift checks exclusive access at run time with a per-thread list of active accesses. Each
+/// coroutine carries its own list (as Swift tasks do), so suspending inside an access neither
+/// leaks it into the thread nor loses it when the coroutine moves threads.
+@Suite struct ExclusivityTests {
+  final class Counter: @unchecked Sendable {  // touched by one coroutine at a time in these tests
+    var value = 0
+  }
+
+  /// Holds a `modify` access on `value` open while `body` suspends.
+  static func mutate(_ value: inout Int, while body: () throws -> Void) rethrows {
+    try body()
+    value += 1
+  }
+
+  @Test func anAccessHeldAcrossASuspensionDoesNotLeakIntoTheThread() throws {
+    let counter = Counter()
+    let gate = CoPromise<Void>()
+    try CoroutineLoop.run {
+      co_launch { try Self.mutate(&counter.value) { try co_await(gate) } }
+      try co_delay(0)  // the other coroutine is parked inside its access
+      counter.value += 10  // the loop thread's own access: no "Simultaneous accesses" trap
+      gate.fulfill(())
+    }
+    #expect(counter.value == 11)
+  }
+
+  @Test func anAccessBegunOnOneThreadEndsOnAnother() throws {
+    let counter = Counter()
+    let movedThreads = try CoroutineLoop.run { () -> Bool in
+      let coroutine = try #require(Coroutine.current)
+      let loopThread = threadID()
+      var endedOn = loopThread
+      Self.mutate(&counter.value) {
+        coroutine.hop(to: DispatchQueue(label: "other thread"))  // the open access moves along
+        endedOn = threadID()
+      }  // …and ends here, on the queue's thread
+      coroutine.hop(to: coroutine.home)
+      counter.value += 1  // the loop thread's list was left intact
+      return loopThread != endedOn
+    }
+    #expect(movedThreads)
+    #expect(counter.value == 2)
+  }
+
+  @Test func aCoroutineUnwoundWhileSuspendedInsideAnAccessEndsItCleanly() throws {
+    let counter = Counter()
+    try CoroutineLoop.run {
+      let task = co_launch { try Self.mutate(&counter.value) { try co_await(CoPromise<Void>()) } }
+      try co_delay(0)
+      task.cancel()  // unwinds through the access instead of abandoning its frame
+      _ = try? task.await()
+      counter.value += 1  // the thread's access list is intact
+    }
+    #expect(counter.value == 1)
+  }
+}

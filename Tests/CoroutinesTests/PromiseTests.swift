@@ -1,0 +1,113 @@
+import Dispatch
+import Synchronization
+import Testing
+
+@testable import Coroutines
+
+@Suite struct PromiseTests {
+  struct Failure: Error, Equatable { let code: Int }
+
+  @Test func aPromiseIsPendingUntilSettled() throws {
+    let promise = CoPromise<Int>()
+    #expect(promise.result == nil)
+    #expect(!promise.isSettled)
+    promise.fulfill(1)
+    #expect(try promise.result?.get() == 1)
+  }
+
+  @Test func onlyTheFirstSettleCounts() throws {
+    let promise = CoPromise<Int>()
+    promise.fulfill(1)
+    promise.fulfill(2)
+    promise.reject(Failure(code: 3))
+    #expect(try promise.result?.get() == 1)
+
+    let rejected = CoPromise<Int>()
+    rejected.reject(Failure(code: 1))
+    rejected.fulfill(2)
+    #expect(throws: Failure(code: 1)) { try rejected.result?.get() }
+  }
+
+  @Test func observersFireOnceEachBeforeAndAfterSettling() {
+    let promise = CoPromise<Int>()
+    let calls = Log()
+    promise.whenComplete { calls.append((try? $0.get()) ?? -1) }
+    promise.whenComplete { calls.append(((try? $0.get()) ?? -1) + 10) }
+    promise.fulfill(1)
+    promise.fulfill(5)
+    promise.whenComplete { calls.append(((try? $0.get()) ?? -1) + 100) }
+    #expect(calls.values == [1, 11, 101])
+  }
+
+  @Test func anObserverAddedAfterSettlingRunsAtOnceOnTheCallersThread() {
+    let promise = CoPromise<Int>()
+    promise.fulfill(3)
+    var seen: Int?
+    promise.whenComplete { seen = try? $0.get() }
+    #expect(seen == 3)
+  }
+
+  @Test func settlingFromManyThreadsAtOnceLetsExactlyOneWin() {
+    for _ in 0..<50 {
+      let promise = CoPromise<Int>()
+      let notified = Atomic<Int>(0)
+      for _ in 0..<4 { promise.whenComplete { _ in notified.add(1, ordering: .relaxed) } }
+      let wins = Atomic<Int>(0)
+      DispatchQueue.concurrentPerform(iterations: 8) { index in
+        if promise.settle(.success(index)) { wins.add(1, ordering: .relaxed) }
+      }
+      #expect(wins.load(ordering: .relaxed) == 1)
+      #expect(notified.load(ordering: .relaxed) == 4)
+      #expect(promise.result != nil)
+    }
+  }
+
+  @Test func theBodyInitialiserSettlesAndAThrowRejects() throws {
+    let fulfilled = CoPromise<Int> { fulfill, _ in fulfill(9) }
+    #expect(try fulfilled.result?.get() == 9)
+    let thrown = CoPromise<Int> { _, _ in throw Failure(code: 4) }
+    #expect(throws: Failure(code: 4)) { try thrown.result?.get() }
+    let rejected = CoPromise<Int> { _, reject in reject(Failure(code: 5)) }
+    #expect(throws: Failure(code: 5)) { try rejected.result?.get() }
+  }
+
+  @Test func cancelRejectsAPendingPromiseOnly() throws {
+    let pending = CoPromise<Int>()
+    pending.cancel()
+    #expect(throws: CancellationError.self) { try pending.result?.get() }
+    let settled = CoPromise<Int>()
+    settled.fulfill(1)
+    settled.cancel()
+    #expect(try settled.result?.get() == 1)
+  }
+
+  @Test func aPromiseSettledOnAnotherThreadIsAwaited() throws {
+    let value = try CoroutineLoop.run { () -> Int in
+      let promise = CoPromise<Int>()
+      DispatchQueue.global().asyncAfter(deadline: .now() + 0.005) { promise.fulfill(8) }
+      return try co_await(promise) + promise.await()
+    }
+    #expect(value == 16)
+  }
+
+  @Test func aRejectedPromiseThrowsFromTheAwait() {
+    #expect(throws: Failure(code: 2)) {
+      try CoroutineLoop.run { () -> Int in
+        let promise = CoPromise<Int>()
+        DispatchQueue.global().async { promise.reject(Failure(code: 2)) }
+        return try co_await(promise)
+      }
+    }
+  }
+
+  @Test func swiftConcurrencyAwaitsAFutureAndATask() async throws {
+    let promise = CoPromise<Int>()
+    DispatchQueue.global().async { promise.fulfill(11) }
+    #expect(try await promise.value == 11)
+    let task = co_launch(on: DispatchQueue.global()) { () -> Int in
+      try co_delay(0.001)
+      return 12
+    }
+    #expect(try await task.value == 12)
+  }
+}

@@ -1,0 +1,69 @@
+import Testing
+
+@testable import Coroutines
+
+/// Each test uses its own stack size, so the pool counts it reads belong to it alone even
+/// while other tests run in parallel.
+@Suite struct StackTests {
+  @Test func aFinishedCoroutinesStackIsReused() throws {
+    let size = 68 * 1024
+    try CoroutineLoop.run {
+      for _ in 0..<10 {
+        try co_launch(stackSize: size) { try co_delay(0) }.await()
+        #expect(StackPool.shared.mappedCount(size: size) == 1)
+      }
+    }
+    #expect(StackPool.shared.pooledCount(size: size) == 1)
+    StackPool.shared.trim(toPerSize: 0)
+    #expect(StackPool.shared.mappedCount(size: size) == 0)
+  }
+
+  @Test func noStackIsLeftMappedOnceEveryCoroutineHasFinished() throws {
+    let size = 76 * 1024
+    let gate = CoPromise<Void>()
+    try CoroutineLoop.run {
+      let tasks = (0..<100).map { _ in co_launch(stackSize: size) { try co_await(gate) } }
+      try co_delay(0)
+      #expect(StackPool.shared.mappedCount(size: size) == 100)  // one each while parked
+      gate.fulfill(())
+      for task in tasks { try task.await() }
+    }
+    // The pool keeps at most its capacity; everything else was unmapped on return.
+    let pooled = StackPool.shared.pooledCount(size: size)
+    #expect(pooled == min(100, CoroutineStack.poolCapacity))
+    #expect(StackPool.shared.mappedCount(size: size) == pooled)
+    StackPool.shared.trim(toPerSize: 0)
+    #expect(StackPool.shared.mappedCount(size: size) == 0)
+  }
+
+  @Test func stackSizesAreRoundedToWholePages() throws {
+    let odd = 80 * 1024 + 1
+    _ = try CoroutineLoop.run { try co_launch(stackSize: odd) { 1 }.await() }
+    #expect(StackPool.shared.pooledCount(size: 84 * 1024) == 1)
+    StackPool.shared.trim(toPerSize: 0)
+  }
+
+  @Test func theDefaultsAreDocumented() {
+    #expect(CoroutineStack.minimumSize == 64 * 1024)
+    #expect(CoroutineStack.defaultSize >= 256 * 1024)
+    #expect(CoroutineStack.guardSize == 64 * 1024)
+  }
+
+  @Test func aStackAllocationFailureNamesTheLimit() {
+    let error = CoroutineError.stackAllocationFailed(size: 262_144, errno: 12)
+    #expect(error.description.contains("vm.max_map_count"))
+    #expect(error.description.contains("32 700"))
+  }
+
+  @Test func statisticsCountLiveCoroutines() throws {
+    let gate = CoPromise<Void>()
+    try CoroutineLoop.run {
+      let task = co_launch { try co_await(gate) }
+      try co_delay(0)
+      #expect(CoroutineStatistics.current.liveCoroutines >= 2)  // this one and the parked one
+      #expect(CoroutineStatistics.current.mappedStacks >= 2)
+      gate.fulfill(())
+      try task.await()
+    }
+  }
+}
