@@ -23,7 +23,9 @@ lint:
 # backend. Each sanitizer builds in its own scratch path so the builds never invalidate each
 # other; the first report stops the run and fails it. XCTest is left out: it leaks under ASan.
 # -DCOROUTINES_TSAN swaps Synchronization.Mutex, which TSan cannot see on Linux, for a pthread
-# one (Sources/Coroutines/Runtime/SanitizerMutex.swift).
+# one (Sources/Coroutines/Runtime/SanitizerMutex.swift). TSan runs the tests one at a time: it
+# maps a context and a shadow stack per coroutine, so tests that keep thousands of coroutines
+# alive would together pass vm.max_map_count (65 530) if they overlapped.
 SANITIZE_BACKENDS ?= ucontext fast
 
 sanitize: sanitize-address sanitize-thread
@@ -42,7 +44,7 @@ sanitize-thread:
 	  echo "== ThreadSanitizer, $$backend backend"; \
 	  COROUTINES_BACKEND=$$backend TSAN_OPTIONS=halt_on_error=1 \
 	    $(SWIFT) test --scratch-path .build/sanitize-thread --sanitize=thread --disable-xctest \
-	    -Xswiftc -DCOROUTINES_TSAN || exit 1; \
+	    --no-parallel -Xswiftc -DCOROUTINES_TSAN || exit 1; \
 	done
 
 clean:

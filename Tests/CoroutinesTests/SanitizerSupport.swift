@@ -1,5 +1,5 @@
 #if COROUTINES_TSAN
-  @testable import Coroutines
+  import Coroutines
 
   // The tests' own `Mutex` resolves to the library's TSan-visible one (see SanitizerMutex.swift),
   // so ThreadSanitizer sees the locks that tests take too.

@@ -12,11 +12,11 @@
   /// The value lives behind a pointer rather than in a stored property: Swift reports its own
   /// access to a zero-sized property (`Mutex<Void>`) at the object's address, which TSan then
   /// confuses with the unlocked read of the object's header.
-  final class Mutex<Value: ~Copyable>: @unchecked Sendable {  // `value` is only touched under `mutex`
+  package final class Mutex<Value: ~Copyable>: @unchecked Sendable {  // `value` is only touched under `mutex`
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let value = UnsafeMutablePointer<Value>.allocate(capacity: 1)
 
-    init(_ initialValue: consuming sending Value) {
+    package init(_ initialValue: consuming sending Value) {
       value.initialize(to: initialValue)
       pthread_mutex_init(mutex, nil)
     }
@@ -28,7 +28,7 @@
       value.deallocate()
     }
 
-    func withLock<Result: ~Copyable, E: Error>(
+    package func withLock<Result: ~Copyable, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
       pthread_mutex_lock(mutex)
@@ -36,7 +36,7 @@
       return try body(&value.pointee)
     }
 
-    func withLockIfAvailable<Result: ~Copyable, E: Error>(
+    package func withLockIfAvailable<Result: ~Copyable, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result? {
       guard pthread_mutex_trylock(mutex) == 0 else { return nil }
