@@ -29,6 +29,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   private let cancelled = Atomic<Bool>(false)
 
   private var fiber: OpaquePointer?
+  /// Links and counters of the live-coroutine registry (dumps, the stall watchdog).
+  let registryEntry = CoroutineRegistryEntry()
   private var exit = Exit.finish
   private var body: (() -> (() -> Void))?
   private var completion: (() -> Void)?
@@ -47,10 +49,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.loop = scheduler as? CoroutineLoop
     self.state = Atomic(.created)
     self.body = body
-    CoroutineRegistry.coroutineCreated(on: scheduler)
+    CoroutineRegistry.coroutineCreated(self, on: scheduler)
   }
 
   deinit {
+    CoroutineRegistry.coroutineDestroyed(self)
     precondition(fiber == nil, "a coroutine was destroyed while its stack was in use")
   }
 
@@ -83,7 +86,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     if isCancelled {
       transition(.finish)
       body = nil
-      CoroutineRegistry.coroutineFinished(on: home)
+      CoroutineRegistry.coroutineFinished(self)
       fail(.cancelledBeforeStart)
       return
     }
@@ -95,7 +98,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     } catch {
       transition(.finish)
       body = nil
-      CoroutineRegistry.coroutineFinished(on: home)
+      CoroutineRegistry.coroutineFinished(self)
       fail(error)
       return
     }
@@ -142,6 +145,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   private func switchIn() -> Exit {
     let previous = cu_tls_current_coroutine()
     cu_tls_set_current_coroutine(Unmanaged.passUnretained(self).toOpaque())
+    registryEntry.noteSwitchIn()
     cu_fiber_resume(fiber!)
     cu_tls_set_current_coroutine(previous)
     // Read once: after parking, another thread may resume the coroutine and change `exit`.
@@ -162,7 +166,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       fiber = nil
       let publish = completion
       completion = nil
-      CoroutineRegistry.coroutineFinished(on: home)
+      CoroutineRegistry.coroutineFinished(self)
       publish?()
     case .handBack:
       transition(.reschedule)  // ready to be run inline again; nothing is enqueued
