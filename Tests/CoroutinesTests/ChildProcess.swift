@@ -27,11 +27,17 @@ enum ChildProcess {
     let output: String
   }
 
-  /// Runs the test named `role` in a child process and waits for it to end.
-  static func run(_ role: String, environment extra: [String: String] = [:]) throws -> Outcome {
+  /// The role a parent gave this child, if it is one.
+  static var role: String? { ProcessInfo.processInfo.environment[variable] }
+
+  /// Runs the test named `test` (by default `role`) in a child process with `role` set, and
+  /// waits for it to end.
+  static func run(
+    _ role: String, test: String? = nil, environment extra: [String: String] = [:]
+  ) throws -> Outcome {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    process.arguments = ["--testing-library", "swift-testing", "--filter", role]
+    process.arguments = ["--testing-library", "swift-testing", "--filter", test ?? role]
     var environment = ProcessInfo.processInfo.environment
     environment[variable] = role
     // Swift's backtracer would add seconds and pages of output to every deliberate crash.

@@ -100,17 +100,21 @@ import Testing
     let queue = DispatchQueue(label: "diagnostics")
     let never = CoPromise<Void>()
     let parked = DispatchSemaphore(value: 0)
+    let finished = DispatchSemaphore(value: 0)
     for name in ["waiting for a reply", "waiting too"] {
       let started = CoPromise<Void>()
       started.whenComplete { _ in queue.async { parked.signal() } }  // after it has parked
       co_launch(on: queue, name: name) {
         started.fulfill(())
         try co_await(never)
-      }
+      }.whenComplete { _ in finished.signal() }
       parked.wait()
     }
-    kill(getpid(), SIGQUIT)  // as `kill -QUIT`: Dispatch threads, like this one, block it
+    kill(getpid(), SIGQUIT)  // as `kill -QUIT` does: Dispatch threads, like this one, block it
     dumped.wait()
-    exit(0)
+    // Let both finish, so that leak checkers see nothing left behind.
+    never.fulfill(())
+    finished.wait()
+    finished.wait()
   }
 }
