@@ -2,7 +2,7 @@
 SWIFT ?= swift
 SOURCES := Sources Tests Examples Package.swift
 
-.PHONY: build test examples format lint clean sanitize sanitize-address sanitize-thread
+.PHONY: build test examples format lint clean sanitize sanitize-address sanitize-thread leaks
 
 build:
 	$(SWIFT) build
@@ -25,8 +25,11 @@ lint:
 # -DCOROUTINES_TSAN swaps Synchronization.Mutex, which TSan cannot see on Linux, for a pthread
 # one (Sources/Coroutines/Runtime/SanitizerMutex.swift). TSan runs the tests one at a time: it
 # maps a context and a shadow stack per coroutine, so tests that keep thousands of coroutines
-# alive would together pass vm.max_map_count (65 530) if they overlapped.
+# alive would together pass vm.max_map_count (65 530) if they overlapped. Tests that keep about
+# 10 000 alive at once come close to it even alone (4 or more mappings each under TSan), so
+# TSan skips those listed in TSAN_SKIP; ASan runs them.
 SANITIZE_BACKENDS ?= ucontext fast
+TSAN_SKIP ?= tenThousandCoroutinesDelayTogetherNotOneAfterAnother
 
 sanitize: sanitize-address sanitize-thread
 
@@ -44,8 +47,16 @@ sanitize-thread:
 	  echo "== ThreadSanitizer, $$backend backend"; \
 	  COROUTINES_BACKEND=$$backend TSAN_OPTIONS=halt_on_error=1 \
 	    $(SWIFT) test --scratch-path .build/sanitize-thread --sanitize=thread --disable-xctest \
-	    --no-parallel -Xswiftc -DCOROUTINES_TSAN || exit 1; \
+	    --no-parallel --skip '$(TSAN_SKIP)' -Xswiftc -DCOROUTINES_TSAN || exit 1; \
 	done
+
+# LeakSanitizer on the examples binary (built with ASan beside `make sanitize-address`): any
+# leak fails the run. (valgrind cannot read the DWARF that Swift 6.3 emits, so LSan it is.)
+leaks:
+	$(SWIFT) build --scratch-path .build/sanitize-address --sanitize=address --product examples
+	ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
+	  .build/sanitize-address/debug/examples
 
 clean:
 	rm -rf .build

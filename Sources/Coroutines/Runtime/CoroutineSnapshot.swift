@@ -47,7 +47,7 @@ public struct CoroutineSnapshot: Sendable, CustomStringConvertible {
 }
 
 private func describe(_ scheduler: any CoroutineScheduler) -> String {
-  let address = String(UInt(bitPattern: ObjectIdentifier(scheduler).hashValue), radix: 16)
+  let address = String(UInt(bitPattern: ObjectIdentifier(scheduler)), radix: 16)
   if let queue = scheduler as? DispatchQueue { return "DispatchQueue \"\(queue.label)\"" }
   if scheduler === CoroutineLoop.main { return "CoroutineLoop.main" }
   return "\(type(of: scheduler)) 0x\(address)"
