@@ -24,3 +24,15 @@ private func loadGreeting(_ completion: @escaping @Sendable (Result<String, any 
   }
   #expect(message == "hello, world: 42")
 }
+
+@Test func theReadmeTestLoopSampleRunsAsWritten() throws {
+  let loop = CoroutineTestLoop()
+  let task = co_launch(on: loop) { () throws -> String in
+    try co_delay(30)
+    return "done"
+  }
+  loop.advance(by: 29)  // nothing yet
+  #expect(task.result == nil)
+  loop.advance(by: 1)  // task.result is now .success("done")
+  #expect(try task.result?.get() == "done")
+}

@@ -13,6 +13,10 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
   case timedOut
   /// The task was cancelled before its coroutine ever ran, so its body never started.
   case cancelledBeforeStart
+  /// A generator's `yield` was called outside that generator's body: from another coroutine,
+  /// after the body ended, or (for an inline generator) inside `co_await(on:)`, away from the
+  /// consumer it hands values to.
+  case yieldOutsideGenerator
   /// The kernel refused to map a coroutine stack of `size` bytes (`errno` says why).
   ///
   /// Each guarded stack costs two memory mappings and Linux allows about 65 530 per process
@@ -27,6 +31,9 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
     case .actorStopped: "the actor was stopped before it answered"
     case .timedOut: "the operation timed out"
     case .cancelledBeforeStart: "the task was cancelled before its coroutine started"
+    case .yieldOutsideGenerator:
+      "yield was called outside its generator's body (from another coroutine, after the body "
+        + "ended, or inside co_await(on:) in an inline generator)"
     case .stackAllocationFailed(let size, let code):
       "could not map a \(size)-byte coroutine stack (\(String(cString: strerror(code)))): each "
         + "stack takes two memory mappings and vm.max_map_count (about 65 530) allows about "

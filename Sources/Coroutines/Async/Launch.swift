@@ -4,8 +4,8 @@ import CUContext
 ///
 /// - Parameters:
 ///   - scheduler: Where the coroutine runs and resumes. By default: inside a coroutine, that
-///     coroutine's scheduler; outside, the loop the calling thread is running, else
-///     ``CoroutineLoop/main``.
+///     coroutine's scheduler; outside, the loop the calling thread is running (a
+///     ``CoroutineLoop`` or a ``CoroutineTestLoop``), else ``CoroutineLoop/main``.
 ///   - name: A name for diagnostics.
 ///   - stackSize: Bytes of stack, from ``CoroutineStack/minimumSize`` to
 ///     ``CoroutineStack/maximumSize``; ``CoroutineStack/defaultSize`` when `nil`. A size out of
@@ -42,7 +42,10 @@ private final class TaskBox<T>: @unchecked Sendable {  // written once, before t
 
 /// The scheduler for a coroutine launched without one.
 func defaultScheduler() -> any CoroutineScheduler {
-  Coroutine.current?.home ?? CoroutineLoop.current ?? CoroutineLoop.main
+  if let coroutine = Coroutine.current { return coroutine.home }
+  if let loop = CoroutineLoop.current { return loop }
+  if let testLoop = CoroutineTestLoop.current { return testLoop }
+  return CoroutineLoop.main
 }
 
 private func roundedToPages(_ size: Int) -> Int {

@@ -1,0 +1,123 @@
+/// The rules of a channel, as a value: every method decides under the storage's lock and
+/// returns what must happen next (which waiting coroutines to wake); the storage wakes them
+/// after unlocking.
+///
+/// Invariants, counting only waiters whose ticket is still pending:
+/// - receivers wait only while the buffer is empty, and senders only while it is full;
+/// - once closed, nobody waits and nothing is added to the buffer.
+///
+/// Waiters whose ticket another case has already won (the losing cases of a `co_select`, or a
+/// coroutine that gave up) may linger in the queues until their owner removes them; every
+/// operation skips them, because their claim fails.
+struct ChannelStateMachine<T> {
+  let capacity: Int
+  private(set) var buffer = FIFO<T>()
+  private var senders = FIFO<SendWaiter<T>>()
+  private var receivers = FIFO<ReceiveWaiter<T>>()
+  private(set) var isClosed = false
+
+  init(capacity: Int) {
+    self.capacity = capacity
+  }
+
+  enum SendDecision {
+    /// The value was taken: by a waiting receiver (wake it) or into the buffer.
+    case sent(ClaimedWait?)
+    /// The channel is closed; the value was not taken.
+    case closed
+    /// The buffer is full and no receiver waits.
+    case full
+  }
+
+  enum ReceiveDecision {
+    /// A value: from the buffer (and a waiting sender refilled it: wake it) or straight from a
+    /// waiting sender (wake it).
+    case value(T, ClaimedWait?)
+    /// The channel is closed and drained.
+    case closed
+    /// Nothing to receive yet.
+    case empty
+  }
+
+  /// Offers `value` without waiting.
+  mutating func send(_ value: T) -> SendDecision {
+    if isClosed { return .closed }
+    while let receiver = receivers.popFirst() {
+      if let claimed = receiver.ticket.claim(
+        receiver.index, deliver: { receiver.outcome = .value(value) })
+      {
+        return .sent(claimed)
+      }
+    }
+    guard buffer.count < capacity else { return .full }
+    buffer.append(value)
+    return .sent(nil)
+  }
+
+  /// Takes a value without waiting.
+  mutating func receive() -> ReceiveDecision {
+    if let value = buffer.popFirst() {
+      return .value(value, refillFromSender())
+    }
+    while let sender = senders.popFirst() {
+      if let claimed = sender.ticket.claim(sender.index, deliver: { sender.outcome = .delivered }) {
+        return .value(sender.value, claimed)
+      }
+    }
+    return isClosed ? .closed : .empty
+  }
+
+  /// Moves the first live waiting sender's value into the room a receive just made.
+  private mutating func refillFromSender() -> ClaimedWait? {
+    while let sender = senders.popFirst() {
+      if let claimed = sender.ticket.claim(sender.index, deliver: { sender.outcome = .delivered }) {
+        buffer.append(sender.value)
+        return claimed
+      }
+    }
+    return nil
+  }
+
+  /// Queues a sender that found the channel full (only after `send` returned `.full` under the
+  /// same lock).
+  mutating func enqueue(_ sender: SendWaiter<T>) {
+    senders.append(sender)
+  }
+
+  /// Queues a receiver that found the channel empty (only after `receive` returned `.empty`
+  /// under the same lock).
+  mutating func enqueue(_ receiver: ReceiveWaiter<T>) {
+    receivers.append(receiver)
+  }
+
+  /// Forgets a waiter whose coroutine stopped waiting; a no-op if an operation already took it.
+  mutating func remove(_ sender: SendWaiter<T>) {
+    senders.removeFirst(where: { $0 === sender })
+  }
+
+  /// Forgets a waiter whose coroutine stopped waiting; a no-op if an operation already took it.
+  mutating func remove(_ receiver: ReceiveWaiter<T>) {
+    receivers.removeFirst(where: { $0 === receiver })
+  }
+
+  /// Closes the channel: the buffer stays for receivers, and every waiter is told it is closed.
+  /// Returns the waiters to wake.
+  mutating func close() -> [ClaimedWait] {
+    guard !isClosed else { return [] }
+    isClosed = true
+    var woken: [ClaimedWait] = []
+    for receiver in receivers.removeAll() {
+      if let claimed = receiver.ticket.claim(
+        receiver.index, deliver: { receiver.outcome = .closed })
+      {
+        woken.append(claimed)
+      }
+    }
+    for sender in senders.removeAll() {
+      if let claimed = sender.ticket.claim(sender.index, deliver: { sender.outcome = .closed }) {
+        woken.append(claimed)
+      }
+    }
+    return woken
+  }
+}

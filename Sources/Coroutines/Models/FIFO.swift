@@ -1,0 +1,52 @@
+/// A first-in, first-out queue: amortised O(1) at both ends without a ring buffer's index
+/// arithmetic. Popped slots are reclaimed in bulk once they make up half of the storage.
+struct FIFO<Element> {
+  private var storage: [Element?] = []
+  private var head = 0
+
+  var isEmpty: Bool { head == storage.count }
+  var count: Int { storage.count - head }
+  var first: Element? { isEmpty ? nil : storage[head] }
+
+  mutating func append(_ element: Element) {
+    storage.append(element)
+  }
+
+  mutating func popFirst() -> Element? {
+    guard head < storage.count else { return nil }
+    let element = storage[head]
+    storage[head] = nil
+    head += 1
+    if head == storage.count {
+      storage.removeAll(keepingCapacity: true)
+      head = 0
+    } else if head >= 32, head * 2 >= storage.count {
+      storage.removeFirst(head)
+      head = 0
+    }
+    return element
+  }
+
+  /// Removes the first element for which `matches` is true; returns whether one was found.
+  /// Linear, which suits its one use: a waiter leaving early (cancellation, a lost select).
+  @discardableResult
+  mutating func removeFirst(where matches: (Element) -> Bool) -> Bool {
+    guard let index = storage[head...].firstIndex(where: { $0.map(matches) ?? false }) else {
+      return false
+    }
+    storage.remove(at: index)
+    if head == storage.count {
+      storage.removeAll(keepingCapacity: true)
+      head = 0
+    }
+    return true
+  }
+
+  /// Removes and returns every element, first to last.
+  mutating func removeAll() -> [Element] {
+    let elements = storage[head...].compactMap { $0 }
+    storage.removeAll()
+    head = 0
+    return elements
+  }
+}

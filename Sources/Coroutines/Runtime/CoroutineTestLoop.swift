@@ -1,0 +1,303 @@
+import Glibc
+import Synchronization
+
+/// A scheduler for tests: a virtual clock and a deterministic order of jobs.
+///
+/// Nothing on a test loop runs by itself. The test drives it from its own thread:
+/// ``runUntilIdle()`` runs every job that is ready while the clock stands still, and
+/// ``advance(by:)`` moves the clock forward, firing timers in deadline order. ``co_delay(_:)``,
+/// timeouts and deadlines of coroutines on the loop wait for that virtual clock only, so a test
+/// of a 30-second timeout takes microseconds and interleaves the same way on every run.
+///
+/// ```swift
+/// let loop = CoroutineTestLoop()
+/// let task = co_launch(on: loop) { () throws -> String in
+///   try co_delay(30)
+///   return "done"
+/// }
+/// loop.advance(by: 29)
+/// #expect(!task.isSettled)
+/// loop.advance(by: 1)
+/// #expect(try task.result?.get() == "done")
+/// ```
+///
+/// Coroutines launched on the loop, and every coroutine they launch without naming a scheduler,
+/// belong to it; ``liveCoroutines`` counts those not yet finished.
+///
+/// Jobs may be scheduled from any thread; they run on the thread that drives the loop. Work
+/// that leaves the loop (a hop to a `DispatchQueue`, a promise settled on another thread) comes
+/// back as a job, so it runs at the next ``runUntilIdle()`` after it arrived.
+///
+/// Given a seed, the loop picks each next job pseudo-randomly from those ready, instead of
+/// first in, first out. Timers still fire in deadline order; only jobs ready at the same virtual
+/// moment are mixed. The same seed gives the same order every time, so an interleaving that
+/// breaks a test can be replayed: print ``description`` (it shows the seed) when a test fails,
+/// and construct the loop with that seed again.
+public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
+  CustomStringConvertible
+{
+  /// The seed that orders ready jobs, or `nil` for first in, first out.
+  public let seed: UInt64?
+
+  private let state: Mutex<State>
+  private let live = Atomic<Int>(0)
+
+  /// Creates a loop at virtual time zero. With a seed, ready jobs run in a pseudo-random order
+  /// that the seed determines; without one, in the order they were scheduled.
+  public init(seed: UInt64? = nil) {
+    self.seed = seed
+    state = Mutex(State(random: seed.map(SplitMix64.init(seed:))))
+  }
+
+  /// The loop being driven on the calling thread, inside ``runUntilIdle()`` or
+  /// ``advance(by:)``; coroutines launched there without a scheduler default to it.
+  static var current: CoroutineTestLoop? {
+    guard let pointer = pthread_getspecific(currentTestLoopKey) else { return nil }
+    return Unmanaged<CoroutineTestLoop>.fromOpaque(pointer).takeUnretainedValue()
+  }
+
+  // MARK: Observing
+
+  /// Virtual seconds since the loop was created. Only ``advance(by:)`` moves it.
+  public var now: Double { Double(state.withLock { $0.now }) / 1e9 }
+
+  /// Coroutines that belong to this loop and have not finished.
+  public var liveCoroutines: Int { live.load(ordering: .acquiring) }
+
+  /// Timers scheduled on this loop that have neither fired nor been cancelled.
+  public var pendingTimers: Int { state.withLock { $0.pendingTimers } }
+
+  /// Jobs ready to run at the next ``runUntilIdle()``, counting timers whose deadline has come.
+  public var readyJobs: Int { state.withLock { $0.ready.liveCount } }
+
+  /// The loop, its seed and its clock, e.g. `CoroutineTestLoop(seed: 42, now: 1.5)`: put it in
+  /// a failing expectation's comment and the seed to replay is in the test report.
+  public var description: String {
+    "CoroutineTestLoop(seed: \(seed.map { String($0) } ?? "nil"), now: \(now))"
+  }
+
+  // MARK: Scheduling (any thread)
+
+  /// Queues `job` to run on the thread that drives the loop, after the jobs already ready (or,
+  /// with a seed, in the order the seed picks).
+  public func schedule(_ job: @escaping @Sendable () -> Void) {
+    state.withLock { $0.ready.append(.job(job)) }
+  }
+
+  /// Queues `job` to run once the virtual clock has moved `seconds` past ``now``. When its
+  /// deadline comes the timer joins the ready jobs; a delay of zero or less makes it ready at
+  /// once, after the jobs already ready. Cancelling the timer before its job has run, even
+  /// while it waits among the ready jobs, keeps the job from running.
+  public func schedule(after seconds: Double, _ job: @escaping @Sendable () -> Void)
+    -> any CoroutineTimer
+  {
+    let delay = virtualNanoseconds(seconds, in: "CoroutineTestLoop.schedule(after:)")
+    return state.withLock { state -> LoopTimer in
+      state.nextSequence += 1
+      let timer = LoopTimer(
+        deadline: state.now.addingClamped(delay), sequence: state.nextSequence, job: job,
+        onCancel: { [weak self] in self?.state.withLock { $0.pendingTimers -= 1 } })
+      state.timers.insert(timer)
+      state.pendingTimers += 1
+      state.moveDueTimers(dueBy: state.now)  // a delay of zero is ready at once, in order
+      return timer
+    }
+  }
+
+  // MARK: Accounting
+
+  func coroutineCreated() { live.add(1, ordering: .relaxed) }
+
+  func coroutineFinished() { live.subtract(1, ordering: .releasing) }
+
+  // MARK: Driving (one thread at a time, outside any coroutine)
+
+  /// Runs jobs on the calling thread until none is ready, including the jobs they schedule and
+  /// timers already due. The clock does not move: a timer due later stays pending.
+  public func runUntilIdle() {
+    drive("runUntilIdle()") { runReadyJobs() }
+  }
+
+  /// Moves the virtual clock `seconds` forward, running on the calling thread every job and
+  /// timer due on the way, in deadline order: ``now`` moves to each timer's deadline as it
+  /// fires, the jobs that follow from it run, and then the next timer fires. Timers with the
+  /// same deadline fire together, in the order they were scheduled (or the seed's order).
+  /// Finally ``now`` becomes the old value plus `seconds`.
+  ///
+  /// A negative or NaN `seconds` stops the program with a message naming it.
+  public func advance(by seconds: Double) {
+    precondition(
+      !seconds.isNaN && seconds >= 0,
+      "CoroutineTestLoop.advance(by: \(seconds)): time only moves forward")
+    let delta = virtualNanoseconds(seconds, in: "CoroutineTestLoop.advance(by:)")
+    drive("advance(by:)") {
+      let target = state.withLock { $0.now.addingClamped(delta) }
+      runReadyJobs()
+      while state.withLock({ $0.fireNextTimers(upTo: target) }) {
+        runReadyJobs()
+      }
+      state.withLock { $0.now = max($0.now, target) }
+    }
+  }
+
+  private func runReadyJobs() {
+    while let job = state.withLock({ $0.takeNextJob() }) {
+      job()
+    }
+  }
+
+  /// Marks this thread as driving the loop while `body` runs, refusing the calls that would
+  /// run the loop's jobs inside one of its own jobs or on two threads at once.
+  private func drive(_ call: StaticString, _ body: () -> Void) {
+    precondition(
+      Coroutine.current == nil,
+      "CoroutineTestLoop.\(call) was called inside a coroutine; drive a test loop from plain "
+        + "test code")
+    let alreadyDriven = state.withLock { state -> Bool in
+      defer { state.driving = true }
+      return state.driving
+    }
+    precondition(
+      !alreadyDriven,
+      "CoroutineTestLoop.\(call) was called while the loop was already running jobs (from one "
+        + "of its own jobs, or from two threads at once)")
+    let previous = pthread_getspecific(currentTestLoopKey)
+    pthread_setspecific(currentTestLoopKey, Unmanaged.passUnretained(self).toOpaque())
+    defer {
+      pthread_setspecific(currentTestLoopKey, previous)
+      state.withLock { $0.driving = false }
+    }
+    body()
+  }
+}
+
+extension CoroutineTestLoop {
+  typealias Job = @Sendable () -> Void
+
+  /// Everything behind the loop's lock: the ready jobs, the timers and the clock.
+  fileprivate struct State {
+    var ready = ReadyJobs()
+    var timers = TimerHeap()
+    var pendingTimers = 0
+    /// Virtual nanoseconds: whole numbers, so deadlines and sums of advances compare exactly.
+    var now: UInt64 = 0
+    var nextSequence: UInt64 = 0
+    var random: SplitMix64?
+    var driving = false
+
+    init(random: SplitMix64?) {
+      self.random = random
+    }
+
+    /// The next job to run. A timer is claimed only now, as it runs, so a timer cancelled while
+    /// it waited among the ready jobs is skipped.
+    mutating func takeNextJob() -> Job? {
+      moveDueTimers(dueBy: now)
+      while ready.count > 0 {
+        switch ready.remove(at: random?.index(below: ready.count) ?? 0) {
+        case .job(let job):
+          return job
+        case .timer(let timer):
+          if timer.claimForFiring() {
+            pendingTimers -= 1
+            return timer.job
+          }
+        }
+      }
+      return nil
+    }
+
+    /// Moves the clock to the earliest pending deadline not after `target` and makes every timer
+    /// due by then ready; false when no timer is due by `target`.
+    mutating func fireNextTimers(upTo target: UInt64) -> Bool {
+      dropCancelledTimers()
+      guard let first = timers.first, first.deadline <= target else { return false }
+      now = max(now, first.deadline)
+      moveDueTimers(dueBy: now)
+      return true
+    }
+
+    /// Moves the timers due by `deadline` from the heap to the ready jobs, in deadline order.
+    mutating func moveDueTimers(dueBy deadline: UInt64) {
+      while let first = timers.first, first.deadline <= deadline || first.isCancelled {
+        _ = timers.removeFirst()
+        if !first.isCancelled { ready.append(.timer(first)) }
+      }
+    }
+
+    private mutating func dropCancelledTimers() {
+      while let first = timers.first, first.isCancelled { _ = timers.removeFirst() }
+    }
+  }
+
+  /// A job, or a timer whose deadline has come and that runs unless cancelled first.
+  fileprivate enum ReadyJob {
+    case job(Job)
+    case timer(LoopTimer)
+
+    var isCancelled: Bool {
+      if case .timer(let timer) = self { return timer.isCancelled }
+      return false
+    }
+  }
+
+  /// Ready jobs in a growable array read from a moving head, so taking the first is O(1) and
+  /// taking any other (a seeded pick) is a swap with the first.
+  fileprivate struct ReadyJobs {
+    private var jobs: [ReadyJob?] = []
+    private var head = 0
+
+    var count: Int { jobs.count - head }
+
+    /// The jobs that will run: all but the timers cancelled while they waited.
+    var liveCount: Int { jobs[head...].count { $0?.isCancelled == false } }
+
+    mutating func append(_ job: ReadyJob) {
+      jobs.append(job)
+    }
+
+    /// Removes and returns the job `offset` places from the front; the front job takes its
+    /// place. The slot is cleared so a job that ran releases what it captured at once.
+    mutating func remove(at offset: Int) -> ReadyJob {
+      jobs.swapAt(head, head + offset)
+      let job = jobs[head]!
+      jobs[head] = nil
+      head += 1
+      if head == jobs.count {
+        jobs.removeAll(keepingCapacity: true)
+        head = 0
+      } else if head >= 256, head * 2 >= jobs.count {
+        jobs.removeFirst(head)
+        head = 0
+      }
+      return job
+    }
+  }
+}
+
+/// The thread-local slot behind ``CoroutineTestLoop/current``. A pthread key rather than a
+/// Swift global: it must be per thread, and every read is a real call, so no cached address
+/// survives a coroutine moving between threads.
+private let currentTestLoopKey: pthread_key_t = {
+  var key = pthread_key_t()
+  let status = pthread_key_create(&key, nil)
+  precondition(status == 0, "CoroutineTestLoop: pthread_key_create failed (\(status))")
+  return key
+}()
+
+/// Seconds of virtual time as whole nanoseconds, rounded to the nearest so that, say, three
+/// advances of 0.1 s reach a deadline set 0.3 s ahead. Negative delays count as zero.
+private func virtualNanoseconds(_ seconds: Double, in call: StaticString) -> UInt64 {
+  precondition(!seconds.isNaN, "\(call): the delay is NaN")
+  if seconds <= 0 { return 0 }
+  let value = (seconds * 1e9).rounded()
+  return value >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(value)
+}
+
+extension UInt64 {
+  /// The sum, or `UInt64.max / 2` (about 146 years of nanoseconds) if it would pass that.
+  fileprivate func addingClamped(_ other: UInt64) -> UInt64 {
+    let (sum, overflow) = addingReportingOverflow(other)
+    return overflow || sum > UInt64.max / 2 ? UInt64.max / 2 : sum
+  }
+}
