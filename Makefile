@@ -41,7 +41,6 @@ sanitize-address:
 	@for backend in $(SANITIZE_BACKENDS); do \
 	  echo "== AddressSanitizer, $$backend backend"; \
 	  COROUTINES_BACKEND=$$backend ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
-	    LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
 	    $(SWIFT) test --scratch-path .build/sanitize-address --sanitize=address --disable-xctest \
 	    || exit 1; \
 	done
@@ -67,7 +66,6 @@ sanitize-thread:
 leaks:
 	$(SWIFT) build --scratch-path .build/sanitize-address --sanitize=address --product examples
 	ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
-	  LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
 	  .build/sanitize-address/debug/examples
 
 clean:

@@ -83,17 +83,22 @@ import Testing
     #expect(reported.first?.coroutine.state == "running")
   }
 
-  @Test func aDumpIsPrintedOnSIGQUITWhenEnabled() throws {
-    let outcome = try ChildProcess.run("childDumpOnSIGQUIT")
-    #expect(!outcome.signaled && outcome.status == 0, "\(outcome.output)")
-    #expect(outcome.output.contains("live coroutine"), "\(outcome.output)")
-    #expect(outcome.output.contains("\"waiting for a reply\" suspended"), "\(outcome.output)")
-    #expect(outcome.output.contains("\"waiting too\" suspended"), "\(outcome.output)")
-    #expect(outcome.output.contains("DispatchQueue \"diagnostics\""), "\(outcome.output)")
+  @Test func aDumpIsPrintedOnSIGQUITWhenEnabled() async throws {
+    let result = try await #require(
+      processExitsWith: .success, observing: [\.standardErrorContent]
+    ) {
+      try Self.dumpOnSIGQUIT()
+    }
+    let output = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(output.contains("live coroutine"), "\(output)")
+    #expect(output.contains("\"waiting for a reply\" suspended"), "\(output)")
+    #expect(output.contains("\"waiting too\" suspended"), "\(output)")
+    #expect(output.contains("DispatchQueue \"diagnostics\""), "\(output)")
   }
 
-  @Test(.enabled(if: ChildProcess.isRunning("childDumpOnSIGQUIT")))
-  func childDumpOnSIGQUIT() throws {
+  /// In the child: parks two coroutines, sends itself SIGQUIT, waits for the dump, and lets
+  /// both finish so that leak checkers see nothing left behind.
+  static func dumpOnSIGQUIT() throws {
     CoroutineDiagnostics.dumpOnSIGQUIT()
     let dumped = DispatchSemaphore(value: 0)
     CoroutineDiagnostics.afterQuitDump.withLock { $0 = { dumped.signal() } }
@@ -112,7 +117,6 @@ import Testing
     }
     kill(getpid(), SIGQUIT)  // as `kill -QUIT` does: Dispatch threads, like this one, block it
     dumped.wait()
-    // Let both finish, so that leak checkers see nothing left behind.
     never.fulfill(())
     finished.wait()
     finished.wait()
