@@ -18,13 +18,24 @@ let package = Package(
     ),
     .executableTarget(
       name: "examples",
+      dependencies: ["ExamplesKit"],
+      path: "Examples",
+      exclude: ["ExamplesKit"]
+    ),
+    .target(
+      name: "ExamplesKit",
       dependencies: ["Coroutines"],
-      path: "Examples"
+      path: "Examples/ExamplesKit"
     ),
     .testTarget(
       name: "CoroutinesTests",
       dependencies: ["Coroutines"],
       path: "Tests/CoroutinesTests"
+    ),
+    .testTarget(
+      name: "ExamplesTests",
+      dependencies: ["ExamplesKit", "Coroutines"],
+      path: "Tests/ExamplesTests"
     ),
   ],
   swiftLanguageModes: [.v6]

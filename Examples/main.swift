@@ -1,17 +1,9 @@
-import Coroutines
-import Dispatch
+import ExamplesKit
 
-// A first taste until the walkthroughs land: two callback-style downloads awaited in sequence.
-func download(
-  _ name: String, after seconds: Double,
-  _ done: @escaping @Sendable (Result<String, any Error>) -> Void
-) {
-  DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { done(.success("<\(name)>")) }
-}
+#if canImport(Glibc)
+  import Glibc
+#endif
 
-let pages = try CoroutineLoop.run { () -> [String] in
-  let first: String = try co_await { download("index.html", after: 0.02, $0) }
-  let second: String = try co_await { download("about.html", after: 0.01, $0) }
-  return [first, second]
-}
-print("downloaded \(pages.joined(separator: " and ")) without a single nested callback")
+// Every walkthrough lives in ExamplesKit so the tests can run it too; this file only reads the
+// arguments and turns the outcome into an exit status.
+exit(ExamplesCommand.main(Array(CommandLine.arguments.dropFirst())))

@@ -21,8 +21,13 @@ static switch_function current_switch = switch_with_swapcontext;
 static int current_backend = 0;
 
 int cu_set_backend(int backend) {
-  if (backend != 0) return -1;
-  current_switch = switch_with_swapcontext;
+  switch (backend) {
+    case 0: current_switch = switch_with_swapcontext; break;
+#if defined(__x86_64__)
+    case 1: current_switch = cu_switch_fast; break;
+#endif
+    default: return -1;
+  }
   current_backend = backend;
   return 0;
 }
@@ -33,6 +38,7 @@ CU_SWITCH_CODE static void trampoline(unsigned int high, unsigned int low) {
   cu_fiber *fiber = (cu_fiber *)(((uintptr_t)high << 32) | (uintptr_t)low);
   cu_san_fiber_arrived(&fiber->sanitizer);
   fiber->entry(fiber->argument);
+  if (fiber->shared != NULL) cu_shared_stack_leave(fiber);
   cu_san_fiber_leaving(&fiber->sanitizer, 1);
   current_switch(&fiber->self, &fiber->resumer);
   abort();  // a finished fiber is prepared again before it is resumed again
@@ -52,6 +58,7 @@ void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {
 void cu_fiber_resume(cu_fiber *fiber) {
   cu_sanitizer_resumer san;
   cu_fiber *previous = cu_overflow_enter(fiber);
+  if (fiber->shared != NULL) cu_shared_stack_acquire(fiber);
   swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
   cu_san_resume_begin(&fiber->sanitizer, &san, fiber->self.uc_stack.ss_sp, fiber->stack_size);
   current_switch(&fiber->resumer, &fiber->self);

@@ -19,11 +19,30 @@ struct cu_fiber {
   cu_sanitizer_fiber sanitizer;  // ASan/TSan bookkeeping; empty in plain builds
   char name[64];                 // the coroutine's name for overflow reports (may be cut)
   size_t requested_size;         // the stack size the coroutine asked for, for the same reports
+  // Shared-stack mode (shared.c); all zero for a fiber with a stack of its own.
+  struct cu_shared_stack *shared;  // the stack it runs on, or NULL
+  void *saved;                     // its used stack bytes while another fiber has the stack
+  size_t saved_size;               // bytes in `saved` waiting to be copied back (0: in place)
+  size_t saved_capacity;           // bytes allocated for `saved`
 };
 
 // Overflow reports (overflow.c): the resumer marks the fiber as running on this thread (and
 // prepares the thread on its first resume), then restores what ran before.
 cu_fiber *cu_overflow_enter(cu_fiber *fiber);
 void cu_overflow_leave(cu_fiber *previous);
+
+// Shared-stack mode, called by context.c around switches. `acquire` puts the fiber's saved bytes
+// back on its shared stack (first saving the previous occupant's) before it is resumed; `leave`
+// gives up the stack when the fiber's entry has returned, so dead frames are never saved.
+void cu_shared_stack_acquire(cu_fiber *fiber);
+void cu_shared_stack_leave(cu_fiber *fiber);
+// Frees a fiber built by cu_fiber_new_shared (cu_fiber_free dispatches here).
+void cu_shared_fiber_free(cu_fiber *fiber);
+
+#if defined(__x86_64__)
+// The fast backend's switch (switch_x86_64.S): saves the callee-saved registers, MXCSR and the
+// x87 control word of the caller in `from` and continues `to`, both in glibc's own layout.
+void cu_switch_fast(ucontext_t *from, ucontext_t *to);
+#endif
 
 #endif

@@ -94,8 +94,8 @@ static uintptr_t interrupted_stack_pointer(void *context) {
 /// True when the fault is the running fiber's overflow: the address is in its guard region, or
 /// the stack pointer itself already is (one frame larger than what was left of the stack).
 static int is_overflow(const cu_fiber *fiber, uintptr_t address, uintptr_t stack_pointer) {
-  uintptr_t guard_start = (uintptr_t)fiber->mapping;
-  uintptr_t stack_bottom = (uintptr_t)fiber - fiber->stack_size;
+  uintptr_t guard_start = (uintptr_t)fiber->mapping;  // a shared stack's mapping for those
+  uintptr_t stack_bottom = (uintptr_t)fiber->self.uc_stack.ss_sp;
   if (address >= guard_start && address < stack_bottom) return 1;
   return stack_pointer >= guard_start && stack_pointer < stack_bottom;
 }

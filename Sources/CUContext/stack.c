@@ -56,6 +56,10 @@ cu_fiber *cu_fiber_new(size_t stack_size, size_t guard_size) {
 
 void cu_fiber_free(cu_fiber *fiber) {
   cu_san_fiber_destroyed(&fiber->sanitizer);
+  if (fiber->shared != NULL) {
+    cu_shared_fiber_free(fiber);
+    return;
+  }
   munmap(fiber->mapping, fiber->mapping_size);
 }
 

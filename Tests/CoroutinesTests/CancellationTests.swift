@@ -91,6 +91,18 @@ import Testing
     #expect(observed == [false, true, true])
   }
 
+  @Test func aZeroDelayLetsQueuedJobsRunAndStillHonoursCancellation() throws {
+    let outcome = try CoroutineLoop.run { () -> Result<Void, any Error> in
+      let task = co_launch { () -> Void in
+        while true { try co_delay(0) }  // spins through the loop until cancelled
+      }
+      try co_delay(0)
+      task.cancel()
+      return Result { try task.await() }
+    }
+    #expect(throws: CancellationError.self) { try outcome.get() }
+  }
+
   @Test func aTaskCancelledBeforeItStartsNeverRunsItsBody() throws {
     let ran = Atomic<Bool>(false)
     let outcome = try CoroutineLoop.run { () -> Result<Void, any Error> in

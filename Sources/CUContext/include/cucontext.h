@@ -20,8 +20,31 @@ typedef void (*cu_fiber_entry)(void *_Nullable argument);
 /// touched. Returns NULL and leaves errno set when the kernel refuses the mapping.
 cu_fiber *_Nullable cu_fiber_new(size_t stack_size, size_t guard_size);
 
-/// Unmaps the fiber's stack. The fiber must not be running or suspended mid-body.
+/// Unmaps the fiber's stack, or for a fiber on a shared stack frees its record and saved bytes.
+/// The fiber must not be running or suspended mid-body.
 void cu_fiber_free(cu_fiber *_Nonnull fiber);
+
+/// A stack that many fibers take turns on: while one runs there, the used part of each of the
+/// others waits in a heap buffer of exactly its size. Opaque to Swift.
+typedef struct cu_shared_stack cu_shared_stack;
+
+/// Maps a shared stack of `stack_size` usable bytes (rounded up to whole pages) above a
+/// PROT_NONE guard of `guard_size` bytes. Returns NULL and leaves errno set when the kernel
+/// refuses.
+cu_shared_stack *_Nullable cu_shared_stack_new(size_t stack_size, size_t guard_size);
+
+/// Unmaps a shared stack. Every fiber bound to it must have been freed.
+void cu_shared_stack_free(cu_shared_stack *_Nonnull stack);
+
+/// Builds a fiber bound for life to `stack` (its frames hold absolute addresses, so it can only
+/// run where it began). Its record is on the heap; it takes no mapping of its own. Resume the
+/// fibers of one shared stack from one thread at a time, and never from a fiber on that same
+/// stack. Returns NULL when out of memory.
+cu_fiber *_Nullable cu_fiber_new_shared(cu_shared_stack *_Nonnull stack);
+
+/// Bytes of the fiber's stack held in its heap buffer right now (0 while its frames are in place
+/// on the shared stack, and always 0 for a fiber with its own stack).
+size_t cu_fiber_saved_size(const cu_fiber *_Nonnull fiber);
 
 /// Arms a new or finished fiber to run `entry(argument)` from the top of its stack on the next
 /// resume. Reusing a pooled fiber this way costs no system call.
@@ -56,12 +79,32 @@ int cu_sigquit_notify(int write_fd);
 /// The system page size.
 size_t cu_page_size(void);
 
-/// Chooses the switch used by every fiber from now on: 0 selects glibc swapcontext.
+/// Chooses the switch used by every fiber from now on: 0 selects glibc swapcontext, 1 the
+/// register-only switch (x86_64 only). Call it before any fiber runs: the two keep the same
+/// registers in the same places, but only swapcontext saves the signal mask and the whole x87
+/// environment, so a fiber must be switched out and back in by the same backend.
 /// Returns 0 on success, -1 when the backend is not available on this machine.
 int cu_set_backend(int backend);
 
 /// The backend in use (see cu_set_backend).
 int cu_backend(void);
+
+/// What cu_backend_probe found.
+enum {
+  CU_PROBE_PASSED = 0,
+  CU_PROBE_UNAVAILABLE = 1,       // the backend does not exist on this machine
+  CU_PROBE_NO_MEMORY = 2,         // the probe could not allocate its context
+  CU_PROBE_NOT_STARTED = 3,       // the made context did not run, or ran the wrong number of times
+  CU_PROBE_BAD_ARGUMENTS = 4,     // the made context's entry missed makecontext's arguments
+  CU_PROBE_LOST_REGISTERS = 5,    // a callee-saved register changed across a switch
+  CU_PROBE_LOST_FP_CONTROL = 6,   // a side's x87 or SSE rounding mode leaked to the other
+};
+
+/// Checks one backend's switch without touching the one in use: starts a context made by
+/// getcontext + makecontext with six arguments and switches into it and back a few times,
+/// checking on both sides that callee-saved registers and floating-point control words survive.
+/// Returns CU_PROBE_PASSED or the first problem found.
+int cu_backend_probe(int backend);
 
 // Thread-locals. Each access is a real call so that no compiler caches a thread-local's address
 // across a context switch: a coroutine may resume on another thread.

@@ -1,11 +1,17 @@
 /// Ends one wait of one coroutine: the first `resume` wins, later ones are ignored, and a
 /// resumer dropped without resuming unwinds the coroutine with `CancellationError` instead of
 /// leaving it parked forever.
+///
+/// `@usableFromInline`, with the awaiting path `@inlinable`, so that a caller's `co_await` is
+/// specialised for its `T`: unspecialised, each wait looked up the generic metadata of
+/// `CoroutineResumer<T>`, `Result<T, any Error>` and its optional in the runtime's hash tables.
+@usableFromInline
 final class CoroutineResumer<T>: @unchecked Sendable {  // `Coroutine.claim` makes writes exclusive
-  private let coroutine: Coroutine
-  private let generation: UInt64
-  private let slot: UnsafeMutablePointer<Result<T, any Error>?>
+  @usableFromInline let coroutine: Coroutine
+  @usableFromInline let generation: UInt64
+  @usableFromInline let slot: UnsafeMutablePointer<Result<T, any Error>?>
 
+  @inlinable
   init(coroutine: Coroutine, generation: UInt64, slot: UnsafeMutablePointer<Result<T, any Error>?>)
   {
     self.coroutine = coroutine
@@ -14,6 +20,7 @@ final class CoroutineResumer<T>: @unchecked Sendable {  // `Coroutine.claim` mak
   }
 
   /// Delivers `result` and wakes the coroutine, if this wait has not ended yet.
+  @inlinable
   func resume(_ result: Result<T, any Error>) {
     guard coroutine.claim(generation) else { return }
     slot.pointee = result
@@ -30,18 +37,38 @@ extension Coroutine {
   /// wait), then returns the delivered value or throws the delivered error.
   ///
   /// Must run on this coroutine's own stack. The result is written straight into this frame,
-  /// so a wait allocates only the resumer.
+  /// so a wait allocates only the resumer — except on a shared stack, where another coroutine
+  /// may be using these addresses when the resumer writes, so the result waits on the heap.
+  @inlinable
   func suspend<T>(_ register: (CoroutineResumer<T>) -> Void) throws -> T {
     if isCancelled { throw CancellationError() }
-    var delivered: Result<T, any Error>? = nil
-    withUnsafeMutablePointer(to: &delivered) { slot in
-      let generation = armWait()
-      register(CoroutineResumer(coroutine: self, generation: generation, slot: slot))
-      endWaitIfCancelled(generation)
-      park()
+    let delivered: Result<T, any Error>?
+    if usesSharedStack {
+      let slot = UnsafeMutablePointer<Result<T, any Error>?>.allocate(capacity: 1)
+      slot.initialize(to: nil)
+      wait(into: slot, register)
+      delivered = slot.move()
+      slot.deallocate()
+    } else {
+      var inFrame: Result<T, any Error>? = nil
+      withUnsafeMutablePointer(to: &inFrame) { wait(into: $0, register) }
+      delivered = inFrame
     }
     guard let delivered else { throw CancellationError() }
     return try delivered.get()
+  }
+
+  /// Arms a wait whose result goes to `slot`, registers its resumer and parks until the wait
+  /// ends. Only the resumer that wins the wait writes `slot`, before it wakes the coroutine.
+  @inlinable
+  func wait<T>(
+    into slot: UnsafeMutablePointer<Result<T, any Error>?>,
+    _ register: (CoroutineResumer<T>) -> Void
+  ) {
+    let generation = armWait()
+    register(CoroutineResumer(coroutine: self, generation: generation, slot: slot))
+    endWaitIfCancelled(generation)
+    park()
   }
 }
 
@@ -50,6 +77,7 @@ extension Coroutine {
 ///
 /// - Throws: The future's error; `CancellationError` at once if the coroutine is cancelled
 ///   while waiting; ``CoroutineError/notInCoroutine`` outside a coroutine.
+@inlinable
 public func co_await<T>(_ future: CoFuture<T>) throws -> T {
   let coroutine = try Coroutine.requireCurrent()
   if coroutine.isCancelled { throw CancellationError() }
@@ -70,6 +98,7 @@ public func co_await<T>(_ future: CoFuture<T>) throws -> T {
 ///
 /// - Throws: The error delivered to the callback; `CancellationError` if the coroutine is
 ///   cancelled while waiting; ``CoroutineError/notInCoroutine`` outside a coroutine.
+@inlinable
 public func co_await<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> Void) -> Void)
   throws -> T
 {
@@ -81,7 +110,8 @@ public func co_await<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> 
 /// (which may suspend too) and returns to its own scheduler, even when `work` throws.
 ///
 /// - Throws: What `work` throws; `CancellationError` if the coroutine was cancelled before it
-///   left; ``CoroutineError/notInCoroutine`` outside a coroutine.
+///   left; ``CoroutineError/sharedStackCannotMove`` for a coroutine on a shared stack (its stack
+///   belongs to its loop); ``CoroutineError/notInCoroutine`` outside a coroutine.
 public func co_await<T>(on scheduler: any CoroutineScheduler, _ work: @escaping () throws -> T)
   throws -> T
 {
@@ -89,6 +119,7 @@ public func co_await<T>(on scheduler: any CoroutineScheduler, _ work: @escaping 
   if coroutine.isCancelled { throw CancellationError() }
   let origin = coroutine.scheduler
   if origin === scheduler { return try work() }
+  if coroutine.usesSharedStack { throw CoroutineError.sharedStackCannotMove }
   coroutine.hop(to: scheduler)
   defer { coroutine.hop(to: origin) }
   return try work()
@@ -101,6 +132,13 @@ public func co_await<T>(on scheduler: any CoroutineScheduler, _ work: @escaping 
 ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
 public func co_delay(_ seconds: Double) throws {
   let coroutine = try Coroutine.requireCurrent()
+  if seconds <= 0 {
+    // Nothing to wait for: just let the jobs already queued run, with no timer at all.
+    if coroutine.isCancelled { throw CancellationError() }
+    coroutine.yieldToScheduler()
+    if coroutine.isCancelled { throw CancellationError() }
+    return
+  }
   var timer: (any CoroutineTimer)?
   defer { timer?.cancel() }
   let _: Void = try coroutine.suspend { resumer in

@@ -22,6 +22,9 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
   /// Each guarded stack costs two memory mappings and Linux allows about 65 530 per process
   /// (`vm.max_map_count`), so dedicated stacks stop near 32 700 live coroutines.
   case stackAllocationFailed(size: Int, errno: Int32)
+  /// A coroutine on a shared stack tried to move to another scheduler (`co_await(on:)`): its
+  /// stack belongs to its loop, whose thread may run another coroutine there meanwhile.
+  case sharedStackCannotMove
 
   /// A sentence that names the problem and, where there is one, the limit behind it.
   public var description: String {
@@ -38,6 +41,9 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
       "could not map a \(size)-byte coroutine stack (\(String(cString: strerror(code)))): each "
         + "stack takes two memory mappings and vm.max_map_count (about 65 530) allows about "
         + "32 700 live coroutines with dedicated stacks"
+    case .sharedStackCannotMove:
+      "a coroutine on a shared stack cannot move to another scheduler: launch it with "
+        + "stack: .dedicated to use co_await(on:)"
     }
   }
 }

@@ -41,6 +41,7 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
 
   /// Settles the future if it is pending; returns false when it had already settled.
   @discardableResult
+  @usableFromInline  // called from the inlinable co_launch
   func settle(_ result: Result<T, any Error>) -> Bool {
     let toNotify = mutex.withLock { _ -> Observers? in
       guard outcome == nil else { return nil }

@@ -13,18 +13,62 @@ import CUContext
 ///   - body: The coroutine's code. It may suspend with `co_await`, ``co_delay(_:)`` and the
 ///     rest; a thrown error rejects the task and never crashes the process.
 /// - Returns: The task: await it, observe it, or cancel it.
+///
+/// The coroutine's stack is dedicated unless ``CoroutineStack/defaultMode`` says shared; see
+/// ``co_launch(on:name:stackSize:stack:_:)`` to choose per launch.
 @discardableResult
+@inlinable  // specialised for the caller's T: unspecialised, each launch looked up generic metadata
 public func co_launch<T>(
   on scheduler: (any CoroutineScheduler)? = nil,
   name: String? = nil,
   stackSize: Int? = nil,
   _ body: @escaping () throws -> T
 ) -> CoTask<T> {
+  launchCoroutine(on: scheduler, name: name, stackSize: stackSize, stack: nil, body)
+}
+
+/// Starts a stackful coroutine running `body` on the stack `stack` asks for, and returns its
+/// task.
+///
+/// ```swift
+/// co_launch(stack: .shared) { try serve(connection) }
+/// ```
+///
+/// - Parameters:
+///   - scheduler: As for ``co_launch(on:name:stackSize:_:)``. A ``CoroutineStack/Mode/shared``
+///     coroutine needs a ``CoroutineLoop``; any other scheduler stops the program with a message.
+///   - name: A name for diagnostics.
+///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``; for a shared stack, the size of the
+///     loop's shared stacks it runs on.
+///   - stack: ``CoroutineStack/Mode/dedicated`` for a stack of its own,
+///     ``CoroutineStack/Mode/shared`` for one of its loop's shared stacks (see
+///     ``CoroutineStack/Mode``).
+///   - body: The coroutine's code.
+/// - Returns: The task: await it, observe it, or cancel it.
+@discardableResult
+@inlinable
+public func co_launch<T>(
+  on scheduler: (any CoroutineScheduler)? = nil,
+  name: String? = nil,
+  stackSize: Int? = nil,
+  stack: CoroutineStack.Mode,
+  _ body: @escaping () throws -> T
+) -> CoTask<T> {
+  launchCoroutine(on: scheduler, name: name, stackSize: stackSize, stack: stack, body)
+}
+
+/// Both forms of `co_launch`; `stack == nil` follows ``CoroutineStack/defaultMode``.
+@inlinable
+func launchCoroutine<T>(
+  on scheduler: (any CoroutineScheduler)?, name: String?, stackSize: Int?,
+  stack: CoroutineStack.Mode?, _ body: @escaping () throws -> T
+) -> CoTask<T> {
   if let stackSize { CoroutineStack.validate(stackSize, in: "co_launch(stackSize:)") }
   let size = roundedToPages(stackSize ?? CoroutineStack.defaultSize)
   let target = scheduler ?? defaultScheduler()
   let box = TaskBox<T>()
-  let coroutine = Coroutine(scheduler: target, name: name, stackSize: size) {
+  let shared = sharedStackChosen(stack, on: target)
+  let coroutine = Coroutine(scheduler: target, name: name, stackSize: size, sharedStack: shared) {
     let outcome = Result { try body() }
     return { box.task?.settle(outcome) }
   }
@@ -36,11 +80,15 @@ public func co_launch<T>(
 
 /// Lets the coroutine's body reach the task that is created after the coroutine. The cycle it
 /// makes (task → coroutine → body → task) is broken when the coroutine finishes.
-private final class TaskBox<T>: @unchecked Sendable {  // written once, before the coroutine starts
-  var task: CoTask<T>?
+@usableFromInline
+final class TaskBox<T>: @unchecked Sendable {  // written once, before the coroutine starts
+  @usableFromInline var task: CoTask<T>?
+
+  @usableFromInline init() {}
 }
 
 /// The scheduler for a coroutine launched without one.
+@usableFromInline
 func defaultScheduler() -> any CoroutineScheduler {
   if let coroutine = Coroutine.current { return coroutine.home }
   if let loop = CoroutineLoop.current { return loop }
@@ -48,7 +96,8 @@ func defaultScheduler() -> any CoroutineScheduler {
   return CoroutineLoop.main
 }
 
-private func roundedToPages(_ size: Int) -> Int {
+@usableFromInline
+func roundedToPages(_ size: Int) -> Int {
   let page = cu_page_size()
   return (size + page - 1) / page * page
 }

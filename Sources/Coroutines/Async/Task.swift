@@ -8,6 +8,7 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   public let name: String?
   let coroutine: Coroutine
 
+  @usableFromInline  // called from the inlinable co_launch
   init(name: String?, coroutine: Coroutine) {
     self.name = name
     self.coroutine = coroutine

@@ -1,4 +1,5 @@
 import CUContext
+import Glibc
 import Synchronization
 
 /// The runtime's record of one stackful coroutine: its fiber, its state and its scheduler.
@@ -6,6 +7,7 @@ import Synchronization
 /// The lifecycle (see ``CoroutineState``) and the wait word are atomics shared with wakers on
 /// other threads; every other field is touched only by the thread currently driving the
 /// coroutine, and the switch that hands it over orders those accesses.
+@usableFromInline  // reached from the inlinable awaiting path (see CoroutineResumer)
 final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics; see above
   /// Why control came back from the fiber to its resumer.
   private enum Exit { case park, reschedule, handBack, finish }
@@ -15,6 +17,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   let name: String?
   let stackSize: Int
+  /// True when the coroutine runs on one of its loop's shared stacks (see SharedStack.swift):
+  /// nothing may then point into its frames while it is parked.
+  @usableFromInline let usesSharedStack: Bool
   /// Where the coroutine belongs; `CoroutineLoop.run` waits for the coroutines of its loop.
   let home: any CoroutineScheduler
   /// Where the coroutine resumes now: `home`, except while it hops for `co_await(on:)`.
@@ -22,6 +27,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     didSet { loop = scheduler as? CoroutineLoop }
   }
   private var loop: CoroutineLoop?
+  /// `home` as the loop that counts its coroutines, cast once: the cast is a conformance lookup.
+  private let accounting: (any CoroutineAccounting)?
 
   private let state: Atomic<CoroutineState>
   /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
@@ -38,18 +45,23 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Creates a coroutine that runs `body` on `scheduler`; nothing runs until `start()`.
   /// `body` returns the closure that publishes its outcome, called once the coroutine is off
   /// its stack; `abandon` publishes an error instead when the body never runs.
+  @usableFromInline
   init(
-    scheduler: any CoroutineScheduler, name: String?, stackSize: Int,
+    scheduler: any CoroutineScheduler, name: String?, stackSize: Int, sharedStack: Bool = false,
     body: @escaping () -> (() -> Void)
   ) {
+    precondition(
+      !sharedStack || scheduler is CoroutineLoop, "a shared-stack coroutine needs a CoroutineLoop")
     self.name = name
     self.stackSize = stackSize
+    self.usesSharedStack = sharedStack
     self.home = scheduler
     self.scheduler = scheduler
     self.loop = scheduler as? CoroutineLoop
     self.state = Atomic(.created)
     self.body = body
-    CoroutineRegistry.coroutineCreated(self, on: scheduler)
+    self.accounting = scheduler as? any CoroutineAccounting
+    CoroutineRegistry.coroutineCreated(self, accounting: accounting)
   }
 
   deinit {
@@ -58,12 +70,14 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// The coroutine running on this thread, if any.
+  @usableFromInline
   static var current: Coroutine? {
     guard let pointer = cu_tls_current_coroutine() else { return nil }
     return Unmanaged<Coroutine>.fromOpaque(pointer).takeUnretainedValue()
   }
 
   /// The current coroutine, or `CoroutineError.notInCoroutine`.
+  @usableFromInline
   static func requireCurrent() throws(CoroutineError) -> Coroutine {
     guard let coroutine = current else { throw .notInCoroutine }
     return coroutine
@@ -72,11 +86,17 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// The lifecycle state right now (a snapshot: other threads may change it).
   var currentState: CoroutineState { state.load(ordering: .acquiring) }
 
+  /// Bytes of this coroutine's stack waiting in its heap buffer (shared stacks only; 0 while its
+  /// frames are in place). For tests and diagnostics, on the thread that drives the coroutine.
+  var savedStackBytes: Int { fiber.map { cu_fiber_saved_size($0) } ?? 0 }
+
+  @usableFromInline
   var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
 
   // MARK: Scheduling
 
   /// Asks the scheduler to run the coroutine for the first time.
+  @usableFromInline
   func launch(failing fail: @escaping @Sendable (CoroutineError) -> Void) {
     let job: @Sendable () -> Void = { self.start(failing: fail) }
     scheduler.schedule(job)
@@ -86,24 +106,42 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     if isCancelled {
       transition(.finish)
       body = nil
-      CoroutineRegistry.coroutineFinished(self)
+      CoroutineRegistry.coroutineFinished(self, accounting: accounting)
       fail(.cancelledBeforeStart)
       return
     }
     do {
-      let fiber = try StackPool.shared.take(size: stackSize)
+      let fiber = try takeFiber()
       self.fiber = fiber
       cu_fiber_prepare(fiber, coroutineEntry, Unmanaged.passUnretained(self).toOpaque())
       CoroutineRegistry.coroutineStarted(self, on: fiber)
     } catch {
       transition(.finish)
       body = nil
-      CoroutineRegistry.coroutineFinished(self)
+      CoroutineRegistry.coroutineFinished(self, accounting: accounting)
       fail(error)
       return
     }
     transition(.start)
     switchIn()
+  }
+
+  /// A fiber for the coroutine: from the stack pool, or bound to one of its loop's shared stacks.
+  private func takeFiber() throws(CoroutineError) -> OpaquePointer {
+    guard usesSharedStack else { return try StackPool.shared.take(size: stackSize) }
+    let stack = try loop!.sharedStacks.stack(size: stackSize)
+    guard let fiber = cu_fiber_new_shared(stack) else {
+      throw .stackAllocationFailed(size: stackSize, errno: ENOMEM)
+    }
+    return fiber
+  }
+
+  private func giveBackFiber(_ fiber: OpaquePointer) {
+    if usesSharedStack {
+      cu_fiber_free(fiber)
+    } else {
+      StackPool.shared.give(fiber, size: stackSize)
+    }
   }
 
   /// Runs the coroutine on this thread until it parks, reschedules or finishes.
@@ -116,8 +154,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// created, or resumes it after `handBack()`. Returns what it did when control came back.
   /// Generators drive their producer this way.
   func runInline() throws(CoroutineError) -> InlineOutcome {
+    precondition(!usesSharedStack, "a shared-stack coroutine cannot be run inline")
     if currentState == .created {
-      let fiber = try StackPool.shared.take(size: stackSize)
+      let fiber = try takeFiber()
       self.fiber = fiber
       cu_fiber_prepare(fiber, coroutineEntry, Unmanaged.passUnretained(self).toOpaque())
       CoroutineRegistry.coroutineStarted(self, on: fiber)
@@ -162,11 +201,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       enqueueResume()
     case .finish:
       transition(.finish)
-      StackPool.shared.give(fiber!, size: stackSize)
+      giveBackFiber(fiber!)
       fiber = nil
       let publish = completion
       completion = nil
-      CoroutineRegistry.coroutineFinished(self)
+      CoroutineRegistry.coroutineFinished(self, accounting: accounting)
       publish?()
     case .handBack:
       transition(.reschedule)  // ready to be run inline again; nothing is enqueued
@@ -185,6 +224,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // MARK: Waiting (called on the coroutine's own stack)
 
   /// Arms a new wait and returns its generation; a waker holding it may wake the coroutine once.
+  @usableFromInline
   func armWait() -> UInt64 {
     let generation = (waitWord.load(ordering: .relaxed) >> 1) &+ 1
     // Sequentially consistent, like `cancel()`: of the arm here and the flag there, at least
@@ -196,11 +236,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Ends the armed wait with cancellation if `cancel()` ran before it could see the wait.
   /// Without this, a cancel landing between the caller's cancellation check and `armWait()`
   /// would find nothing to wake, and the coroutine would sleep through it.
+  @usableFromInline
   func endWaitIfCancelled(_ generation: UInt64) {
     if cancelled.load(ordering: .sequentiallyConsistent), claim(generation) { wake() }
   }
 
   /// Switches out until the armed wait is claimed and woken; returns at once if it already was.
+  @usableFromInline
   func park() {
     if compareAndSwap(.wokenEarly, .running) { return }
     exit = .park
@@ -210,6 +252,12 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Switches out and lets the scheduler run the coroutine again, on `target` from now on.
   func hop(to target: any CoroutineScheduler) {
     scheduler = target
+    yieldToScheduler()
+  }
+
+  /// Switches out and lets the scheduler run the coroutine again after the jobs already
+  /// queued: a suspension with no wait, so it allocates nothing on a loop.
+  func yieldToScheduler() {
     exit = .reschedule
     cu_fiber_suspend(fiber!)
   }
@@ -224,6 +272,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // MARK: Waking (any thread)
 
   /// Claims the wait of `generation`; only one claim per wait succeeds.
+  @usableFromInline
   func claim(_ generation: UInt64) -> Bool {
     waitWord.compareExchange(
       expected: generation << 1 | 1, desired: generation << 1, ordering: .acquiringAndReleasing
@@ -231,6 +280,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// Wakes the coroutine after a successful `claim`.
+  @usableFromInline
   func wake() {
     while true {
       if compareAndSwap(.suspended, .scheduled) {

@@ -22,24 +22,46 @@ enum CoroutineRegistry {
 
   static var liveCount: Int { live.load(ordering: .relaxed) }
 
-  static func coroutineCreated(_ coroutine: Coroutine, on home: any CoroutineScheduler) {
+  static func coroutineCreated(on home: any CoroutineScheduler) {
+    coroutineCreated(accounting: home as? any CoroutineAccounting)
+  }
+
+  static func coroutineFinished(on home: any CoroutineScheduler) {
+    coroutineFinished(accounting: home as? any CoroutineAccounting)
+  }
+
+  /// The same, for a caller that has looked up its scheduler's accounting once already: the
+  /// protocol cast searches the runtime's conformance tables.
+  static func coroutineCreated(accounting: (any CoroutineAccounting)?) {
     live.add(1, ordering: .relaxed)
+    accounting?.coroutineCreated()
+  }
+
+  static func coroutineFinished(accounting: (any CoroutineAccounting)?) {
+    live.subtract(1, ordering: .relaxed)
+    accounting?.coroutineFinished()
+  }
+
+  /// A coroutine was created: it is counted and listed.
+  static func coroutineCreated(_ coroutine: Coroutine, accounting: (any CoroutineAccounting)?) {
     link(coroutine)
-    (home as? any CoroutineAccounting)?.coroutineCreated()
+    coroutineCreated(accounting: accounting)
   }
 
   /// The coroutine is about to run on `fiber` for the first time: the fiber learns its name,
   /// so a stack overflow report can say whose stack it was and how large it was meant to be.
   static func coroutineStarted(_ coroutine: Coroutine, on fiber: OpaquePointer) {
     cu_fiber_set_label(fiber, coroutine.name, coroutine.stackSize)
+    // A shared stack's depth is not the coroutine's own: only dedicated stacks are measured.
+    guard !coroutine.usesSharedStack else { return }
     coroutine.registryEntry.fiber.store(UInt(bitPattern: fiber), ordering: .relaxed)
   }
 
-  static func coroutineFinished(_ coroutine: Coroutine) {
+  /// A coroutine finished (or will never run): it leaves the count and the list.
+  static func coroutineFinished(_ coroutine: Coroutine, accounting: (any CoroutineAccounting)?) {
     coroutine.registryEntry.fiber.store(0, ordering: .relaxed)
     unlink(coroutine)
-    live.subtract(1, ordering: .relaxed)
-    (coroutine.home as? any CoroutineAccounting)?.coroutineFinished()
+    coroutineFinished(accounting: accounting)
   }
 
   /// Called from `deinit`: a coroutine dropped without finishing must not stay in a list.

@@ -20,7 +20,9 @@ struct JobQueue {
 
   var isEmpty: Bool { count == 0 }
 
-  mutating func append(_ job: LoopJob) {
+  /// `consuming`, and `take()` below, move jobs in and out of the ring instead of copying
+  /// them: a copy costs a retain now and a release when the slot is cleared.
+  mutating func append(_ job: consuming LoopJob) {
     if count == storage.count { grow() }
     storage[(head + count) & (storage.count - 1)] = job
     count += 1
@@ -28,8 +30,7 @@ struct JobQueue {
 
   mutating func popFirst() -> LoopJob? {
     guard count > 0 else { return nil }
-    let job = storage[head]
-    storage[head] = nil
+    let job = storage[head].take()
     head = (head + 1) & (storage.count - 1)
     count -= 1
     return job

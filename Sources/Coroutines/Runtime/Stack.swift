@@ -56,6 +56,7 @@ public enum CoroutineStack {
   /// Unmaps every pooled stack. Stacks of running or suspended coroutines are untouched.
   public static func drainPool() { StackPool.shared.trim(toPerSize: 0) }
 
+  @usableFromInline  // called from the inlinable co_launch
   static func validate(_ size: Int, in call: String) {
     precondition(
       size >= minimumSize,
@@ -71,10 +72,12 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   static let shared = StackPool()
 
   private let mutex = Mutex<Void>(())
-  private var free: [Int: [OpaquePointer]] = [:]
-  private var mappedBySize: [Int: Int] = [:]
-  private var pooledTotal = 0
-  private var mappedTotal = 0
+  // Unchecked: only ever touched inside `mutex`, by code that calls nothing that could reach
+  // them again; the dynamic exclusivity checks cost more than the rest of a pooled take.
+  @exclusivity(unchecked) private var free: [Int: [OpaquePointer]] = [:]
+  @exclusivity(unchecked) private var mappedBySize: [Int: Int] = [:]
+  @exclusivity(unchecked) private var pooledTotal = 0
+  @exclusivity(unchecked) private var mappedTotal = 0
 
   /// A fiber with at least `size` usable bytes of stack, from the pool or freshly mapped.
   func take(size: Int) throws(CoroutineError) -> OpaquePointer {

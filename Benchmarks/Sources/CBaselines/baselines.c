@@ -1,0 +1,86 @@
+// Bare context-switch round trips: a coroutine that only switches back, driven in a loop.
+#include "baselines.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <ucontext.h>
+
+enum { stack_size = 64 * 1024 };
+
+unsigned long long baseline_now_ns(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec;
+}
+
+// ---- glibc swapcontext
+
+static ucontext_t driver_context, coroutine_context;
+
+static void bounce_with_swapcontext(void) {
+  for (;;) swapcontext(&coroutine_context, &driver_context);
+}
+
+double baseline_swapcontext_round_trip_ns(long round_trips, int repetitions) {
+  void *stack = malloc(stack_size);
+  getcontext(&coroutine_context);
+  coroutine_context.uc_stack.ss_sp = stack;
+  coroutine_context.uc_stack.ss_size = stack_size;
+  coroutine_context.uc_link = NULL;
+  makecontext(&coroutine_context, bounce_with_swapcontext, 0);
+  double best = 1e300;
+  for (int repetition = 0; repetition < repetitions; repetition++) {
+    unsigned long long start = baseline_now_ns();
+    for (long i = 0; i < round_trips; i++) swapcontext(&driver_context, &coroutine_context);
+    double each = (double)(baseline_now_ns() - start) / (double)round_trips;
+    if (each < best) best = each;
+  }
+  free(stack);
+  return best;
+}
+
+// ---- a minimal register-only switch (register_switch_x86_64.S)
+
+#if defined(__x86_64__)
+void baseline_switch(void **save_stack_pointer, void *load_stack_pointer);
+void baseline_switch_start(void);
+
+static void *driver_stack_pointer, *coroutine_stack_pointer;
+
+// Entered once, from baseline_switch_start, on the coroutine's stack.
+void baseline_bounce(void) {
+  for (;;) baseline_switch(&coroutine_stack_pointer, driver_stack_pointer);
+}
+
+double baseline_register_switch_round_trip_ns(long round_trips, int repetitions) {
+  char *stack = malloc(stack_size);
+  // A frame as baseline_switch leaves it: resume address, then what it pops. The resume address
+  // is a start stub that aligns the stack and calls baseline_bounce.
+  uintptr_t *top = (uintptr_t *)(((uintptr_t)(stack + stack_size)) & ~(uintptr_t)15);
+  uintptr_t *frame = top - 10;
+  for (int i = 0; i < 10; i++) frame[i] = 0;
+  uint32_t mxcsr = __builtin_ia32_stmxcsr();
+  uint16_t control;
+  __asm__ volatile("fnstcw %0" : "=m"(control));
+  frame[0] = (uintptr_t)mxcsr | ((uintptr_t)control << 32);  // control words
+  frame[7] = (uintptr_t)baseline_switch_start;                 // resume address
+  coroutine_stack_pointer = frame;
+  double best = 1e300;
+  for (int repetition = 0; repetition < repetitions; repetition++) {
+    unsigned long long start = baseline_now_ns();
+    for (long i = 0; i < round_trips; i++)
+      baseline_switch(&driver_stack_pointer, coroutine_stack_pointer);
+    double each = (double)(baseline_now_ns() - start) / (double)round_trips;
+    if (each < best) best = each;
+  }
+  free(stack);
+  return best;
+}
+#else
+double baseline_register_switch_round_trip_ns(long round_trips, int repetitions) {
+  (void)round_trips;
+  (void)repetitions;
+  return -1;
+}
+#endif

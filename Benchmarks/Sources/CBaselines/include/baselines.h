@@ -1,0 +1,18 @@
+// Baselines in plain C, measured in the same run as the library: what a context switch costs
+// with nothing around it.
+#ifndef BASELINES_H
+#define BASELINES_H
+
+/// Nanoseconds per round trip (into a coroutine and back) with glibc swapcontext, best of
+/// `repetitions` runs of `round_trips` each.
+double baseline_swapcontext_round_trip_ns(long round_trips, int repetitions);
+
+/// Nanoseconds per round trip with a minimal register-only switch (callee-saved registers,
+/// MXCSR and the x87 control word pushed on the stack; an indirect jump to continue), best of
+/// `repetitions` runs. Returns a negative number where no such switch exists (not x86_64).
+double baseline_register_switch_round_trip_ns(long round_trips, int repetitions);
+
+/// Nanoseconds on the monotonic clock.
+unsigned long long baseline_now_ns(void);
+
+#endif

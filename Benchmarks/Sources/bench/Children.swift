@@ -1,0 +1,103 @@
+import Coroutines
+import Foundation
+
+/// Figures that depend on the backend run in a child process of this executable, started with
+/// `COROUTINES_BACKEND` set: the backend is fixed when a process loads. A child prints one line
+/// of numbers and exits.
+enum Child {
+  static let flag = "--figure"
+
+  /// Runs the figure named on the command line, if this process is a child; returns false
+  /// otherwise.
+  static func runIfRequested() throws -> Bool {
+    let arguments = CommandLine.arguments
+    guard arguments.count == 3, arguments[1] == flag else { return false }
+    let numbers: [Double]
+    switch arguments[2] {
+    case "shim": numbers = [CoroutineFigures.shimRoundTrip(Counts.shim(CoroutineBackend.current))]
+    case "loop":
+      numbers = [try CoroutineFigures.loopRoundTrip(Counts.loop(CoroutineBackend.current))]
+    case "spawn": numbers = [try CoroutineFigures.spawnAndComplete(Counts.spawn)]
+    case "promise":
+      numbers = [try CoroutineFigures.promiseAcrossThreads(Counts.crossThread, mailbox: Mailbox())]
+    case "generator":
+      numbers = [CoroutineFigures.generatorNext(Counts.loop(CoroutineBackend.current))]
+    case "channel-loop":
+      numbers = [try CoroutineFigures.channelPingPong(Counts.channel, acrossThreads: false)]
+    case "channel-threads":
+      numbers = [try CoroutineFigures.channelPingPong(Counts.crossThread, acrossThreads: true)]
+    case "loop-shared":
+      numbers = [try CoroutineFigures.sharedLoopRoundTrip(Counts.loop(CoroutineBackend.current))]
+    case "alternate-shared":
+      numbers = [try CoroutineFigures.sharedAlternation(Counts.loop(CoroutineBackend.current) / 2)]
+    case let name where name.hasPrefix("memory-"):
+      let count = Int(name.dropFirst("memory-".count))!
+      let result = try CoroutineFigures.residentMemoryPerParked(count, stack: .dedicated)
+      numbers = [result.bytes, Double(result.parked), Double(result.failed)]
+    case let name where name.hasPrefix("sharedmemory-"):
+      let count = Int(name.dropFirst("sharedmemory-".count))!
+      let result = try CoroutineFigures.residentMemoryPerParked(count, stack: .shared)
+      numbers = [result.bytes, Double(result.parked), Double(result.failed)]
+    default:
+      fatalError("unknown figure \(arguments[2])")
+    }
+    print(numbers.map { String($0) }.joined(separator: " "))
+    return true
+  }
+
+  /// Runs `figure` in a child process on `backend` and returns the numbers it printed.
+  static func measure(_ figure: String, on backend: CoroutineBackend) throws -> [Double] {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    process.arguments = [flag, figure]
+    var environment = ProcessInfo.processInfo.environment
+    environment[CoroutineBackend.environmentVariable] = backend.rawValue
+    process.environment = environment
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0,
+      let line = text.split(separator: "\n").last
+    else {
+      throw BenchError.childFailed(figure, backend, process.terminationStatus)
+    }
+    return line.split(separator: " ").compactMap { Double($0) }
+  }
+}
+
+enum BenchError: Error, CustomStringConvertible {
+  case childFailed(String, CoroutineBackend, Int32)
+
+  var description: String {
+    switch self {
+    case .childFailed(let figure, let backend, let status):
+      "the \(figure) figure on \(backend) exited with status \(status)"
+    }
+  }
+}
+
+/// How many operations each figure times: enough for a stable best-of-5, few enough that the
+/// whole run stays within a few minutes on a shared 2-core machine.
+enum Counts {
+  /// `BENCH_COUNT=n` makes a child time n operations instead, for profiling a figure under perf
+  /// or callgrind.
+  static let override = ProcessInfo.processInfo.environment["BENCH_COUNT"].flatMap { Int($0) }
+
+  static let bareSwapcontext = 300_000
+  static let bareRegisterSwitch = 10_000_000
+  static func shim(_ backend: CoroutineBackend) -> Int {
+    override ?? (backend == .fast ? 5_000_000 : 300_000)
+  }
+  static func loop(_ backend: CoroutineBackend) -> Int {
+    override ?? (backend == .fast ? 1_000_000 : 300_000)
+  }
+  static var spawn: Int { override ?? 1_000_000 }
+  static var crossThread: Int { override ?? 20_000 }
+  static var channel: Int { override ?? 200_000 }
+  static let taskYield = 1_000_000
+  static let taskGroupChildren = 200_000
+  static let asyncStream = 100_000
+}

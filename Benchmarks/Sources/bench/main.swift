@@ -1,0 +1,149 @@
+import CBaselines
+import Coroutines
+import Foundation
+
+// `make bench`: every figure of ours beside a baseline measured in this same run, with the
+// target ratios from issue 6. Backend-dependent figures run in child processes.
+
+if try Child.runIfRequested() { exit(0) }
+
+let started = baseline_now_ns()
+func progress(_ what: String) {
+  FileHandle.standardError.write("… \(what)\n".data(using: .utf8)!)
+}
+
+let backends = CoroutineBackend.allCases.filter(\.isAvailable)
+func perBackend(_ figure: String) throws -> [CoroutineBackend: [Double]] {
+  var results: [CoroutineBackend: [Double]] = [:]
+  for backend in backends {
+    progress("\(figure) on \(backend)")
+    results[backend] = try Child.measure(figure, on: backend)
+  }
+  return results
+}
+
+progress("C baselines")
+let bareSwapcontext = baseline_swapcontext_round_trip_ns(Counts.bareSwapcontext, 5)
+let registerSwitch = baseline_register_switch_round_trip_ns(Counts.bareRegisterSwitch, 5)
+let bareRegisterSwitch: Double? = registerSwitch > 0 ? registerSwitch : nil
+
+progress("Swift Concurrency baselines")
+let mailbox = Mailbox()
+let taskYield = SwiftBaselines.taskYield(Counts.taskYield)
+let continuation = SwiftBaselines.continuationAcrossThreads(Counts.crossThread, mailbox: mailbox)
+let taskGroupChild = SwiftBaselines.taskGroupChildren(Counts.taskGroupChildren)
+let asyncStream = SwiftBaselines.asyncStreamPingPong(Counts.asyncStream)
+
+let shim = try perBackend("shim")
+let loop = try perBackend("loop")
+let spawn = try perBackend("spawn")
+let promise = try perBackend("promise")
+let generator = try perBackend("generator")
+let channelLoop = try perBackend("channel-loop")
+let channelThreads = try perBackend("channel-threads")
+progress("shared-stack round trips on \(CoroutineBackend.current)")
+let sharedLoop = try Child.measure("loop-shared", on: CoroutineBackend.current)
+let sharedAlternation = try Child.measure("alternate-shared", on: CoroutineBackend.current)
+var dedicatedMemory: [(Int, [Double])] = []
+for count in [10_000, 100_000] {
+  progress("memory, \(count) parked on dedicated stacks")
+  dedicatedMemory.append((count, try Child.measure("memory-\(count)", on: .current)))
+}
+var sharedMemory: [(Int, [Double])] = []
+for count in [10_000, 100_000, 1_000_000] {
+  progress("memory, \(count) parked on shared stacks")
+  sharedMemory.append((count, try Child.measure("sharedmemory-\(count)", on: .current)))
+}
+
+var rows: [Row] = []
+for backend in backends {
+  let bare = backend == .fast ? bareRegisterSwitch : bareSwapcontext
+  let bareName = backend == .fast ? "bare C register switch" : "bare C swapcontext"
+  rows.append(
+    Row(
+      figure: "resume+suspend round trip, public API (\(backend))", ours: loop[backend]?[0],
+      baseline: bareName, baselineValue: bare, target: backend == .fast ? 3 : 1.15))
+  rows.append(
+    Row(
+      figure: "resume+suspend round trip, generator next() (\(backend))",
+      ours: generator[backend]?[0], baseline: bareName, baselineValue: bare,
+      target: backend == .fast ? 3 : 1.15))
+  rows.append(
+    Row(
+      figure: "resume+suspend round trip, shim only (\(backend))", ours: shim[backend]?[0],
+      baseline: bareName, baselineValue: bare))
+  rows.append(
+    Row(
+      figure: "resume+suspend round trip, public API (\(backend))", ours: loop[backend]?[0],
+      baseline: "Swift Task.yield", baselineValue: taskYield))
+}
+for backend in backends {
+  rows.append(
+    Row(
+      figure: "spawn+complete, 1 000 000 coroutines (\(backend))", ours: spawn[backend]?[0],
+      baseline: "TaskGroup child", baselineValue: taskGroupChild,
+      target: backend == CoroutineBackend.current ? 0.25 : nil))
+}
+for backend in backends {
+  rows.append(
+    Row(
+      figure: "await of a promise settled on another thread (\(backend))",
+      ours: promise[backend]?[0], baseline: "continuation resumed on another thread",
+      baselineValue: continuation, target: backend == CoroutineBackend.current ? 0.5 : nil))
+}
+for backend in backends {
+  rows.append(
+    Row(
+      figure: "channel ping-pong, one loop (\(backend))", ours: channelLoop[backend]?[0],
+      baseline: "AsyncStream ping-pong", baselineValue: asyncStream,
+      target: backend == CoroutineBackend.current ? 1.0 / 15 : nil))
+  rows.append(
+    Row(
+      figure: "channel ping-pong, two threads (\(backend))", ours: channelThreads[backend]?[0],
+      baseline: "AsyncStream ping-pong", baselineValue: asyncStream))
+}
+let current = CoroutineBackend.current
+rows.append(
+  Row(
+    figure: "round trip, public API, shared stack, no other occupant (\(current))",
+    ours: sharedLoop[0], baseline: "same on a dedicated stack", baselineValue: loop[current]?[0]))
+rows.append(
+  Row(
+    figure: "resumption, two coroutines taking turns on one shared stack (\(current))",
+    ours: sharedAlternation[0], baseline: "round trip on a dedicated stack",
+    baselineValue: loop[current]?[0]))
+for (mode, budget, measurements) in [
+  ("dedicated", 5.0, dedicatedMemory), ("shared", 1.0, sharedMemory),
+] {
+  for (count, memory) in measurements {
+    let parked = Int(memory[1])
+    let failed = Int(memory[2])
+    let label = count.formatted(.number.grouping(.automatic))
+      .replacingOccurrences(of: ",", with: " ")
+    var row = Row(
+      figure: "resident memory per parked coroutine, \(label) \(mode) stacks",
+      ours: memory[0] / 1024, unit: "KiB", baseline: "\(Int(budget)) KiB budget",
+      baselineValue: budget, target: 1)
+    if failed > 0 {
+      // Each dedicated stack costs two memory mappings; vm.max_map_count stops them near 32 700.
+      row.shortfall = "only \(parked) of \(count) could get a stack: the mapping limit"
+    }
+    rows.append(row)
+  }
+}
+
+print("")
+print(
+  "swift-coroutines benchmarks — default backend \(CoroutineBackend.current), best of 5 runs (spawn: one run)"
+)
+print("")
+printTable(rows)
+print("")
+print(
+  String(
+    format: "Baselines in this run: bare swapcontext %.1f ns, bare register switch %@, "
+      + "Task.yield %.1f ns, continuation across threads %.1f ns, TaskGroup child %.1f ns, "
+      + "AsyncStream ping-pong %.1f ns.",
+    bareSwapcontext, bareRegisterSwitch.map { String(format: "%.1f ns", $0) } ?? "n/a",
+    taskYield, continuation, taskGroupChild, asyncStream))
+print(String(format: "Total time %.1f s.", Double(baseline_now_ns() - started) / 1e9))

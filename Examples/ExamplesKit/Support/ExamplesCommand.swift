@@ -1,0 +1,82 @@
+import Foundation
+
+/// The `examples` command line, parsed by hand: the root package has no dependencies.
+///
+/// ```
+/// swift run examples            every walkthrough in turn
+/// swift run examples feed       one (or several: feed image)
+/// swift run examples --help     the list
+/// ```
+public enum ExamplesCommand {
+  /// What the arguments ask for.
+  public enum Action: Equatable {
+    /// Print the list and exit 0.
+    case help
+    /// Run these walkthroughs, in this order.
+    case run([String])
+    /// Print why and the list, and exit non-zero.
+    case unknown(String)
+  }
+
+  /// Reads the arguments after the program's name.
+  public static func parse(_ arguments: [String], known: [String]) -> Action {
+    if arguments.isEmpty { return .run(known) }
+    if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) { return .help }
+    if let bad = arguments.first(where: { !known.contains($0) }) { return .unknown(bad) }
+    return .run(arguments)
+  }
+
+  /// The list `--help` prints: a usage line, then one line per walkthrough.
+  public static func usage(_ walkthroughs: [Walkthrough]) -> String {
+    let width = walkthroughs.map(\.name.count).max() ?? 0
+    let lines = walkthroughs.map {
+      "  \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.summary)"
+    }
+    return
+      (["usage: swift run examples [walkthrough...]  (none: all of them)", "walkthroughs:"]
+      + lines).joined(separator: "\n")
+  }
+
+  /// Runs the command and returns the process's exit status: 0 when every walkthrough ran and
+  /// passed its checks, 1 when one failed, 64 for an unknown name.
+  public static func main(
+    _ arguments: [String],
+    walkthroughs: [Walkthrough] = Walkthrough.all,
+    output: @escaping @Sendable (String) -> Void = { printLine($0) },
+    errors: @escaping @Sendable (String) -> Void = { printError($0) }
+  ) -> Int32 {
+    switch parse(arguments, known: walkthroughs.map(\.name)) {
+    case .help:
+      output(usage(walkthroughs))
+      return 0
+    case .unknown(let name):
+      errors("examples: no walkthrough named '\(name)'\n" + usage(walkthroughs))
+      return 64
+    case .run(let names):
+      var failed: [String] = []
+      for name in names {
+        guard let walkthrough = walkthroughs.first(where: { $0.name == name }) else { continue }
+        output("\n=== \(walkthrough.name): \(walkthrough.summary) ===")
+        do {
+          try walkthrough.run(Narrator(sink: output))
+        } catch {
+          errors("examples: \(name) failed: \(error)")
+          failed.append(name)
+        }
+      }
+      if !failed.isEmpty { errors("examples: failed: \(failed.joined(separator: ", "))") }
+      return failed.isEmpty ? 0 : 1
+    }
+  }
+}
+
+/// Writes `text` and a newline to standard output, unbuffered, so lines from walkthroughs and
+/// errors interleave in the order they happened even through a pipe.
+public func printLine(_ text: String) {
+  FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+/// Writes `text` and a newline to standard error.
+public func printError(_ text: String) {
+  FileHandle.standardError.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,37 @@
+/// One walkthrough of the `examples` program: a name to run it by, a line for `--help`, and
+/// the code that narrates it.
+public struct Walkthrough: Sendable {
+  /// What to type after `swift run examples`.
+  public let name: String
+  /// One line for the list.
+  public let summary: String
+  /// Runs the walkthrough, narrating as it goes; throws when its own checks fail.
+  public let run: @Sendable (Narrator) throws -> Void
+
+  /// A walkthrough called `name`.
+  public init(name: String, summary: String, run: @escaping @Sendable (Narrator) throws -> Void) {
+    self.name = name
+    self.summary = summary
+    self.run = run
+  }
+
+  /// Every walkthrough, in the order `swift run examples` runs them.
+  public static let all: [Walkthrough] = [
+    FeedWalkthrough.walkthrough,
+    ImageWalkthrough.walkthrough,
+    GeneratorWalkthrough.walkthrough,
+    ActorWalkthrough.walkthrough,
+    ChannelWalkthrough.walkthrough,
+    TupleWalkthrough.walkthrough,
+    ConcurrencyWalkthrough.walkthrough,
+  ]
+}
+
+/// A check a walkthrough makes on its own results failed.
+public struct WalkthroughCheckFailed: Error, CustomStringConvertible {
+  /// What was expected and what happened.
+  public let description: String
+
+  /// A failure described by `description`.
+  public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,57 @@
+import Testing
+
+@testable import ExamplesKit
+
+@Suite struct CommandTests {
+  let names = ["feed", "image"]
+
+  @Test func noArgumentsRunsEveryWalkthrough() {
+    #expect(ExamplesCommand.parse([], known: names) == .run(names))
+  }
+
+  @Test func namesRunInTheOrderGiven() {
+    #expect(ExamplesCommand.parse(["image", "feed"], known: names) == .run(["image", "feed"]))
+  }
+
+  @Test func helpWinsOverNames() {
+    #expect(ExamplesCommand.parse(["feed", "--help"], known: names) == .help)
+    #expect(ExamplesCommand.parse(["-h"], known: names) == .help)
+  }
+
+  @Test func anUnknownNameIsReported() {
+    #expect(ExamplesCommand.parse(["feed", "nope"], known: names) == .unknown("nope"))
+  }
+
+  @Test func helpListsEveryWalkthroughOnOneLineEach() {
+    let output = Locked<[String]>([])
+    let status = ExamplesCommand.main(
+      ["--help"], output: { text in output.withLock { $0.append(text) } })
+    #expect(status == 0)
+    let lines = output.value.joined(separator: "\n").split(separator: "\n")
+    for walkthrough in Walkthrough.all {
+      #expect(lines.filter { $0.hasPrefix("  \(walkthrough.name) ") }.count == 1)
+    }
+  }
+
+  @Test func anUnknownNamePrintsTheListAndFails() {
+    let errors = Locked<[String]>([])
+    let status = ExamplesCommand.main(
+      ["nope"], output: { _ in }, errors: { text in errors.withLock { $0.append(text) } })
+    #expect(status != 0)
+    #expect(errors.value.joined().contains("no walkthrough named 'nope'"))
+    #expect(errors.value.joined().contains("feed"))
+  }
+
+  @Test func aFailingWalkthroughMakesTheRunFail() {
+    let failing = Walkthrough(name: "broken", summary: "fails") { _ in
+      throw WalkthroughCheckFailed("on purpose")
+    }
+    let passing = Walkthrough(name: "fine", summary: "passes") { _ in }
+    let quiet: @Sendable (String) -> Void = { _ in }
+    #expect(
+      ExamplesCommand.main([], walkthroughs: [failing, passing], output: quiet, errors: quiet) == 1)
+    #expect(
+      ExamplesCommand.main(
+        ["fine"], walkthroughs: [failing, passing], output: quiet, errors: quiet) == 0)
+  }
+}

@@ -1,0 +1,58 @@
+import Testing
+
+@testable import ExamplesKit
+
+@Suite struct ConcurrencyWalkthroughTests {
+  static func configuration() -> ConcurrencyWalkthrough.Configuration {
+    var configuration = ConcurrencyWalkthrough.Configuration()
+    configuration.sizes = [3, 20]
+    configuration.waitsPerTask = 2
+    configuration.threadCap = 10
+    return configuration
+  }
+
+  @Test func coroutinesShareOneThreadAndThreadsTakeOneEach() throws {
+    let rows = try ConcurrencyWalkthrough.run(Self.configuration(), narrator: .silent())
+    #expect(rows.map(\.tasks) == [3, 20])
+    for row in rows {
+      #expect(row.coroutines.completedTasks == row.tasks)
+      #expect(row.coroutines.threads == 1)
+    }
+    let threads = try rows[0].threads.get()
+    #expect(threads.completedTasks == 3)
+    #expect(threads.threads == 3)
+  }
+
+  @Test func theThreadSideStopsAtItsCap() throws {
+    let rows = try ConcurrencyWalkthrough.run(Self.configuration(), narrator: .silent())
+    #expect(throws: ConcurrencyWalkthrough.DidNotRun.self) { try rows[1].threads.get() }
+    let table = ConcurrencyWalkthrough.table(rows, Self.configuration())
+    #expect(table.contains { $0.contains("did not run: over the 10-thread cap") })
+  }
+
+  /// Thousands of coroutines woken from Dispatch threads, and a thread side capped at zero.
+  @Test func thousandsOfCoroutinesAllFinish() throws {
+    var configuration = ConcurrencyWalkthrough.Configuration()
+    configuration.sizes = [2_000]
+    configuration.waitsPerTask = 3
+    configuration.threadCap = 0
+    let rows = try ConcurrencyWalkthrough.run(configuration, narrator: .silent())
+    #expect(rows[0].coroutines.completedTasks == 2_000)
+    #expect(rows[0].coroutines.threads == 1)
+    #expect(throws: ConcurrencyWalkthrough.DidNotRun.self) { try rows[0].threads.get() }
+  }
+
+  @Test func everyWaitReachesTheDevice() {
+    let device = SimulatedDevice(latency: 0)
+    let result = ThreadRunner.run(count: 4, stackSize: 256 * 1024) { _ in device.blockingRequest() }
+    #expect(result.started == 4)
+    #expect(result.refusal == nil)
+    #expect(device.requestCount == 4)
+  }
+
+  @Test func largeNumbersAreGroupedByThousands() {
+    #expect(ConcurrencyWalkthrough.grouped(10_000) == "10 000")
+    #expect(ConcurrencyWalkthrough.grouped(999) == "999")
+    #expect(ConcurrencyWalkthrough.grouped(1_000_000) == "1 000 000")
+  }
+}
