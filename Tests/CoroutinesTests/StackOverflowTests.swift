@@ -38,6 +38,21 @@ import Testing
     expectOverflowReport(result, name: "deep recursion on a queue")
   }
 
+  @Test func overflowOnASharedStackIsReported() async throws {
+    let result = try await #require(
+      processExitsWith: .signal(SIGABRT), observing: [\.standardErrorContent]
+    ) {
+      try CoroutineLoop.run {
+        let task = co_launch(
+          name: "deep recursion on a shared stack", stackSize: CoroutineStack.minimumSize,
+          stack: .shared
+        ) { recurse(0) }
+        _ = try co_await(task)
+      }
+    }
+    expectOverflowReport(result, name: "deep recursion on a shared stack")
+  }
+
   @Test func aFaultOutsideEveryCoroutineStackIsPassedOn() async throws {
     let result = try await #require(
       processExitsWith: .failure, observing: [\.standardErrorContent]
