@@ -2,7 +2,8 @@
 SWIFT ?= swift
 SOURCES := Sources Tests Examples Package.swift
 
-.PHONY: build test examples docs bench format lint clean sanitize sanitize-address sanitize-thread leaks
+.PHONY: build test examples docs bench format lint clean
+.PHONY: sanitize sanitize-address sanitize-thread leaks
 
 build:
 	$(SWIFT) build

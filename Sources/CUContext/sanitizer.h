@@ -3,8 +3,10 @@
 // changes threads. Outside sanitizer builds every helper here is empty and compiles away.
 //
 // The protocol, per switch from stack A to stack B:
-//   on A, just before:  cu_san_leave(...)   — ASan: start_switch_fiber(B's bounds); TSan: switch_to_fiber(B)
-//   on B, just after:   cu_san_arrive(...)  — ASan: finish_switch_fiber, learning A's bounds
+//   on A, just before: ASan start_switch_fiber with B's bounds; TSan switch_to_fiber(B)
+//     (cu_san_resume_begin on a resumer, cu_san_fiber_leaving on a fiber)
+//   on B, just after: ASan finish_switch_fiber, which tells B where A's stack is
+//     (cu_san_fiber_arrived on a fiber, cu_san_resume_end on a resumer)
 // A fiber learns its resumer's stack bounds on every arrival, so it may be resumed from any
 // thread (or from another fiber) and still switch back to the right stack.
 #ifndef CU_SANITIZER_H

@@ -131,7 +131,7 @@ public struct CoroutineStall: Sendable, CustomStringConvertible {
 }
 
 /// The watchdog's thread and what it remembers between two looks.
-private final class StallWatchdog: @unchecked Sendable {  // `stopped` is behind `lock`; the rest is the thread's
+private final class StallWatchdog: @unchecked Sendable {  // `stopped` is under `lock`
   private let threshold: UInt64
   private let report: @Sendable (CoroutineStall) -> Void
   private let lock = ConditionLock()

@@ -12,7 +12,7 @@
   /// The value lives behind a pointer rather than in a stored property: Swift reports its own
   /// access to a zero-sized property (`Mutex<Void>`) at the object's address, which TSan then
   /// confuses with the unlocked read of the object's header.
-  package final class Mutex<Value: ~Copyable>: @unchecked Sendable {  // `value` is only touched under `mutex`
+  package final class Mutex<Value: ~Copyable>: @unchecked Sendable {  // `value` only under `mutex`
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let value = UnsafeMutablePointer<Value>.allocate(capacity: 1)
 
