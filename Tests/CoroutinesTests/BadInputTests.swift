@@ -28,7 +28,7 @@ import Testing
       role: "defaultStackBelowMinimum",
       message: "CoroutineStack.defaultSize: stack size 4096 is below the minimum of 65536 bytes"),
     Misuse(role: "negativePoolCapacity", message: "CoroutineStack.poolCapacity: -1 is negative"),
-    Misuse(role: "delayIsNaN", message: "the delay is NaN"),
+    Misuse(role: "delayIsNaN", message: "co_delay(_:): the delay is NaN"),
     Misuse(
       role: "finishedCoroutineRunAgain",
       message: "coroutine run twice: a finished coroutine cannot resume"),
