@@ -39,6 +39,20 @@ import Testing
     #expect(order == [3, 1, 2, 0])
   }
 
+  @Test func delayedCoroutinesAndTimersWakeInDeadlineOrder() throws {
+    let log = Log()
+    try CoroutineLoop.run {
+      for (index, delay) in [0.03, 0.01, 0.02].enumerated() {
+        co_launch {
+          try co_delay(delay)  // a sleep in the loop's timer heap
+          log.append(index)
+        }
+      }
+      _ = CoroutineLoop.current!.schedule(after: 0.015) { log.append(9) }  // a timer job among them
+    }
+    #expect(log.values == [1, 9, 2, 0])
+  }
+
   @Test func aCancelledTimerNeverFiresAndDoesNotKeepTheLoopAlive() throws {
     let log = Log()
     let started = Date()

@@ -20,6 +20,14 @@ enum Child {
     case "spawn": numbers = [try CoroutineFigures.spawnAndComplete(Counts.spawn)]
     case "promise":
       numbers = [try CoroutineFigures.promiseAcrossThreads(Counts.crossThread, mailbox: Mailbox())]
+    case "delay0":
+      numbers = [try CoroutineFigures.delayZeroRoundTrip(Counts.loop(CoroutineBackend.current))]
+    case let name where name.hasPrefix("seed-coroutines-"):
+      let cell = try SeedTable.coroutines(Int(name.dropFirst("seed-coroutines-".count))!)
+      numbers = [cell.wallNanoseconds, Double(cell.threads), cell.peakBytes]
+    case let name where name.hasPrefix("seed-threads-"):
+      let cell = SeedTable.threads(Int(name.dropFirst("seed-threads-".count))!)
+      numbers = [cell.wallNanoseconds, Double(cell.threads), cell.peakBytes]
     case "generator":
       numbers = [CoroutineFigures.generatorNext(Counts.loop(CoroutineBackend.current))]
     case "channel-loop":

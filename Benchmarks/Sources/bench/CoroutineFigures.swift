@@ -34,6 +34,16 @@ enum CoroutineFigures {
     }
   }
 
+  /// The cheapest public round trip: `co_delay(0)` queues the coroutine behind the loop's
+  /// ready jobs and switches out, with no timer, no callback and no allocation.
+  static func delayZeroRoundTrip(_ count: Int) throws -> Double {
+    try CoroutineLoop.run {
+      try bestNanoseconds(operations: count) {
+        for _ in 0..<count { try co_delay(0) }
+      }
+    }
+  }
+
   /// The public-API round trip of a coroutine on a shared stack that nobody else uses: it stays
   /// the stack's occupant, so no bytes are copied.
   static func sharedLoopRoundTrip(_ count: Int) throws -> Double {

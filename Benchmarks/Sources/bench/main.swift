@@ -36,6 +36,7 @@ let asyncStream = SwiftBaselines.asyncStreamPingPong(Counts.asyncStream)
 
 let shim = try perBackend("shim")
 let loop = try perBackend("loop")
+let delayZero = try perBackend("delay0")
 let spawn = try perBackend("spawn")
 let promise = try perBackend("promise")
 let generator = try perBackend("generator")
@@ -55,6 +56,20 @@ for count in [10_000, 100_000, 1_000_000] {
   sharedMemory.append((count, try Child.measure("sharedmemory-\(count)", on: .current)))
 }
 
+var seedCoroutines: [Int: SeedTable.Cell] = [:]
+var seedThreads: [Int: SeedTable.Cell] = [:]
+for size in SeedTable.sizes {
+  progress("coroutines versus threads, \(size) tasks")
+  let co = try Child.measure("seed-coroutines-\(size)", on: .current)
+  seedCoroutines[size] = SeedTable.Cell(
+    wallNanoseconds: co[0], threads: Int(co[1]), peakBytes: co[2])
+  if size <= SeedTable.threadCap {
+    let th = try Child.measure("seed-threads-\(size)", on: .current)
+    seedThreads[size] = SeedTable.Cell(
+      wallNanoseconds: th[0], threads: Int(th[1]), peakBytes: th[2])
+  }
+}
+
 var rows: [Row] = []
 for backend in backends {
   let bare = backend == .fast ? bareRegisterSwitch : bareSwapcontext
@@ -62,6 +77,10 @@ for backend in backends {
   rows.append(
     Row(
       figure: "resume+suspend round trip, public API (\(backend))", ours: loop[backend]?[0],
+      baseline: bareName, baselineValue: bare, target: backend == .fast ? 3 : 1.15))
+  rows.append(
+    Row(
+      figure: "resume+suspend round trip, co_delay(0) (\(backend))", ours: delayZero[backend]?[0],
       baseline: bareName, baselineValue: bare, target: backend == .fast ? 3 : 1.15))
   rows.append(
     Row(
@@ -138,6 +157,16 @@ print(
 )
 print("")
 printTable(rows)
+print("")
+print("Coroutines versus threads (the seed's table; \(CoroutineBackend.current) backend):")
+print("")
+SeedTable.printTable(coroutines: seedCoroutines, threads: seedThreads)
+let plot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+  .appendingPathComponent("../../../Docs/Coroutines.docc/Resources/coroutines-vs-threads.svg")
+  .standardized
+try SeedTable.writePlot(coroutines: seedCoroutines, threads: seedThreads, to: plot)
+print("")
+print("Plot written to \(plot.path).")
 print("")
 print(
   String(

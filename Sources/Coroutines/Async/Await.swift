@@ -141,6 +141,11 @@ public func co_delay(_ seconds: Double) throws {
     if coroutine.isCancelled { throw CancellationError() }
     return
   }
+  if let loop = coroutine.currentLoop, loop.isCurrent {
+    try coroutine.sleep(
+      on: loop, nanoseconds: nanoseconds(fromSeconds: seconds, in: "co_delay(_:)"))
+    return
+  }
   var timer: (any CoroutineTimer)?
   defer { timer?.cancel() }
   let _: Void = try coroutine.suspend { resumer in

@@ -11,6 +11,8 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
   case actorStopped
   /// A timeout passed before the awaited value arrived.
   case timedOut
+  /// A value was refused by `CoFuture.validate(on:_:)`: its predicate returned false.
+  case validationFailed
   /// The task was cancelled before its coroutine ever ran, so its body never started.
   case cancelledBeforeStart
   /// A generator's `yield` was called outside that generator's body: from another coroutine,
@@ -33,6 +35,7 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
     case .channelClosed: "the channel is closed"
     case .actorStopped: "the actor was stopped before it answered"
     case .timedOut: "the operation timed out"
+    case .validationFailed: "the value was refused by validate(_:)"
     case .cancelledBeforeStart: "the task was cancelled before its coroutine started"
     case .yieldOutsideGenerator:
       "yield was called outside its generator's body (from another coroutine, after the body "

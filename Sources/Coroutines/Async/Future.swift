@@ -9,19 +9,43 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   private let mutex = Mutex<Void>(())
   private var outcome: Result<T, any Error>?
   private var observers = Observers()
+  /// Whether anyone has looked at the outcome (see ``CoUnhandledErrors``).
+  private var observed = false
 
   init() {}
 
-  /// The outcome once settled; `nil` while pending.
-  public var result: Result<T, any Error>? { mutex.withLock { _ in outcome } }
+  /// The outcome once settled; `nil` while pending. Reading it counts as observing the future.
+  public var result: Result<T, any Error>? {
+    mutex.withLock { _ in
+      observed = true
+      return outcome
+    }
+  }
 
-  /// True once the future has settled.
-  public var isSettled: Bool { result != nil }
+  /// True once the future has settled. Asking does not count as observing the outcome.
+  public var isSettled: Bool { peek != nil }
 
   /// Calls `callback` once with the outcome: on the thread that settles the future, right after
-  /// it settles, or at once on this thread if it already has.
+  /// it settles, or at once on this thread if it already has. Counts as observing the future.
   public func whenComplete(_ callback: @escaping (Result<T, any Error>) -> Void) {
+    observe(callback, marking: true)
+  }
+
+  /// Like ``whenComplete(_:)``, for the runtime's own bookkeeping (scopes, parents), which must
+  /// not make an error count as handled.
+  func whenSettled(_ callback: @escaping (Result<T, any Error>) -> Void) {
+    observe(callback, marking: false)
+  }
+
+  /// The outcome, without counting as an observation.
+  var peek: Result<T, any Error>? { mutex.withLock { _ in outcome } }
+
+  /// True once someone awaited, observed or read the outcome.
+  var wasObserved: Bool { mutex.withLock { _ in observed } }
+
+  private func observe(_ callback: @escaping (Result<T, any Error>) -> Void, marking: Bool) {
     let settled = mutex.withLock { _ -> Result<T, any Error>? in
+      if marking { observed = true }
       if let outcome { return outcome }
       observers.append(callback)
       return nil

@@ -2,6 +2,11 @@ import CUContext
 
 /// Starts a stackful coroutine running `body` and returns its task.
 ///
+/// Launched from inside another coroutine, the new coroutine is that coroutine's child: it is
+/// cancelled with it, and the parent's task settles only after it (see ``CoTask``). A
+/// coroutine that must outlive its launcher is launched with
+/// ``co_launch(on:name:stackSize:stack:detached:_:)`` or in a ``CoScope``.
+///
 /// - Parameters:
 ///   - scheduler: Where the coroutine runs and resumes. By default: inside a coroutine, that
 ///     coroutine's scheduler; outside, the loop the calling thread is running (a
@@ -11,7 +16,8 @@ import CUContext
 ///     ``CoroutineStack/maximumSize``; ``CoroutineStack/defaultSize`` when `nil`. A size out of
 ///     range stops the program with a message naming it.
 ///   - body: The coroutine's code. It may suspend with `co_await`, ``co_delay(_:)`` and the
-///     rest; a thrown error rejects the task and never crashes the process.
+///     rest; a thrown error rejects the task and never crashes the process. An error that
+///     nobody observes goes to ``CoUnhandledErrors``.
 /// - Returns: The task: await it, observe it, or cancel it.
 ///
 /// The coroutine's stack is dedicated unless ``CoroutineStack/defaultMode`` says shared; see
@@ -24,7 +30,8 @@ public func co_launch<T>(
   stackSize: Int? = nil,
   _ body: @escaping () throws -> T
 ) -> CoTask<T> {
-  launchCoroutine(on: scheduler, name: name, stackSize: stackSize, stack: nil, body)
+  launchCoroutine(
+    on: scheduler, name: name, stackSize: stackSize, stack: nil, detached: false, body)
 }
 
 /// Starts a stackful coroutine running `body` on the stack `stack` asks for, and returns its
@@ -54,14 +61,51 @@ public func co_launch<T>(
   stack: CoroutineStack.Mode,
   _ body: @escaping () throws -> T
 ) -> CoTask<T> {
-  launchCoroutine(on: scheduler, name: name, stackSize: stackSize, stack: stack, body)
+  launchCoroutine(
+    on: scheduler, name: name, stackSize: stackSize, stack: stack, detached: false, body)
 }
 
-/// Both forms of `co_launch`; `stack == nil` follows ``CoroutineStack/defaultMode``.
+/// Starts a stackful coroutine, detached from the coroutine that launches it if `detached`.
+///
+/// A detached coroutine is not its launcher's child: it is not cancelled with the launcher,
+/// and the launcher's task does not wait for it. Long-lived coroutines started from a
+/// coroutine (a server loop, a log uploader), and coroutines whose handle a coroutine hands
+/// out, are launched detached or in a ``CoScope``. A detached coroutine still reports
+/// unobserved errors where its launcher does (``CoUnhandledErrors``).
+///
+/// ```swift
+/// co_launch(detached: true) { try uploadLogs() }
+/// ```
+///
+/// - Parameters:
+///   - scheduler: As for ``co_launch(on:name:stackSize:_:)``.
+///   - name: A name for diagnostics.
+///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``.
+///   - stack: As for ``co_launch(on:name:stackSize:stack:_:)``; `nil` follows
+///     ``CoroutineStack/defaultMode``.
+///   - detached: True to launch it detached; false makes this the same as
+///     ``co_launch(on:name:stackSize:stack:_:)``.
+///   - body: The coroutine's code.
+/// - Returns: The task: await it, observe it, or cancel it.
+@discardableResult
+@inlinable
+public func co_launch<T>(
+  on scheduler: (any CoroutineScheduler)? = nil,
+  name: String? = nil,
+  stackSize: Int? = nil,
+  stack: CoroutineStack.Mode? = nil,
+  detached: Bool,
+  _ body: @escaping () throws -> T
+) -> CoTask<T> {
+  launchCoroutine(
+    on: scheduler, name: name, stackSize: stackSize, stack: stack, detached: detached, body)
+}
+
+/// Every form of `co_launch`; `stack == nil` follows ``CoroutineStack/defaultMode``.
 @inlinable
 func launchCoroutine<T>(
   on scheduler: (any CoroutineScheduler)?, name: String?, stackSize: Int?,
-  stack: CoroutineStack.Mode?, _ body: @escaping () throws -> T
+  stack: CoroutineStack.Mode?, detached: Bool, _ body: @escaping () throws -> T
 ) -> CoTask<T> {
   if let stackSize { CoroutineStack.validate(stackSize, in: "co_launch(stackSize:)") }
   let size = roundedToPages(stackSize ?? CoroutineStack.defaultSize)
@@ -70,11 +114,11 @@ func launchCoroutine<T>(
   let shared = sharedStackChosen(stack, on: target)
   let coroutine = Coroutine(scheduler: target, name: name, stackSize: size, sharedStack: shared) {
     let outcome = Result { try body() }
-    return { box.task?.settle(outcome) }
+    return { box.task?.finish(outcome) }
   }
-  let task = CoTask<T>(name: name, coroutine: coroutine)
+  let task = CoTask<T>(name: name, coroutine: coroutine, detached: detached)
   box.task = task
-  coroutine.launch { error in task.settle(.failure(error)) }
+  task.start()
   return task
 }
 

@@ -40,7 +40,8 @@ public func co_actor<Message, Reply>(
   _ body: @escaping (_ mailbox: CoMailbox<Message, Reply>) throws -> Void
 ) -> CoActor<Message, Reply> {
   let mailbox = CoMailbox<Message, Reply>()
-  let task = co_launch(on: scheduler, name: name, stackSize: stackSize) {
+  // Detached: the actor lives as long as its handle, not as long as the coroutine making it.
+  let task = co_launch(on: scheduler, name: name, stackSize: stackSize, detached: true) {
     defer { mailbox.shut() }
     while true {
       do {

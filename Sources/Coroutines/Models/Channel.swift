@@ -27,7 +27,11 @@
 ///   through ``trySend(_:)`` and ``tryReceive()``.
 /// - ``co_select(_:)`` waits on several channel operations at once.
 public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` synchronises
-  let storage: ChannelStorage<T>
+  // The operations are `@inlinable` down to the state machine, so a caller in another module
+  // runs them specialised for its element type: unspecialised, each operation looked up the
+  // metadata of the state machine's generic types in the runtime's tables (over half of a
+  // ping-pong round trip).
+  @usableFromInline let storage: ChannelStorage<T>
 
   /// Creates a channel that buffers up to `capacity` values: `0` for a rendezvous, `.max` for
   /// an unbounded channel. A negative capacity stops the program with a message naming it.
@@ -45,6 +49,7 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
   /// - Throws: ``CoroutineError/channelClosed`` if the channel is closed, or closes while
   ///   waiting (the value was not sent); `CancellationError` if the coroutine is cancelled
   ///   (the value was not sent); ``CoroutineError/notInCoroutine`` outside a coroutine.
+  @inlinable
   public func send(_ value: T) throws {
     try storage.send(value)
   }
@@ -54,6 +59,7 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
   /// - Throws: ``CoroutineError/channelClosed`` once the channel is closed and drained;
   ///   `CancellationError` if the coroutine is cancelled (no value was taken);
   ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
+  @inlinable
   public func receive() throws -> T {
     try storage.receive()
   }
@@ -61,12 +67,14 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
   /// Sends `value` if that needs no waiting: a receiver waits, or the buffer has room. Returns
   /// false (and keeps nothing) when the channel is full or closed. Works outside coroutines.
   @discardableResult
+  @inlinable
   public func trySend(_ value: T) -> Bool {
     storage.trySend(value)
   }
 
   /// Receives a value if one is ready (buffered, or offered by a waiting sender); nil when the
   /// channel is empty or closed and drained. Works outside coroutines.
+  @inlinable
   public func tryReceive() -> T? {
     storage.tryReceive()
   }
@@ -89,16 +97,23 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
   /// The loop also ends if the coroutine is cancelled (its next suspension then throws
   /// `CancellationError`). Iterating outside a coroutine stops the program with a message:
   /// plain code uses ``tryReceive()``.
+  @inlinable
   public func makeIterator() -> Iterator {
     Iterator(storage: storage)
   }
 
   /// Receives from a channel until it is closed and drained; see ``CoChannel/makeIterator()``.
   public struct Iterator: IteratorProtocol {
-    let storage: ChannelStorage<T>
+    @usableFromInline let storage: ChannelStorage<T>
+
+    @inlinable
+    init(storage: ChannelStorage<T>) {
+      self.storage = storage
+    }
 
     /// The next value, suspending the coroutine while the channel is empty; nil once the
     /// channel is closed and drained, or the coroutine is cancelled.
+    @inlinable
     public mutating func next() -> T? {
       do {
         return try storage.receive()

@@ -9,17 +9,20 @@
 /// Waiters whose ticket another case has already won (the losing cases of a `co_select`, or a
 /// coroutine that gave up) may linger in the queues until their owner removes them; every
 /// operation skips them, because their claim fails.
+@usableFromInline
 struct ChannelStateMachine<T> {
-  let capacity: Int
-  private(set) var buffer = FIFO<T>()
-  private var senders = FIFO<SendWaiter<T>>()
-  private var receivers = FIFO<ReceiveWaiter<T>>()
-  private(set) var isClosed = false
+  @usableFromInline let capacity: Int
+  @usableFromInline var buffer = FIFO<T>()
+  @usableFromInline var senders = FIFO<SendWaiter<T>>()
+  @usableFromInline var receivers = FIFO<ReceiveWaiter<T>>()
+  @usableFromInline var isClosed = false
 
+  @usableFromInline
   init(capacity: Int) {
     self.capacity = capacity
   }
 
+  @usableFromInline
   enum SendDecision {
     /// The value was taken: by a waiting receiver (wake it) or into the buffer.
     case sent(ClaimedWait?)
@@ -29,6 +32,7 @@ struct ChannelStateMachine<T> {
     case full
   }
 
+  @usableFromInline
   enum ReceiveDecision {
     /// A value: from the buffer (and a waiting sender refilled it: wake it) or straight from a
     /// waiting sender (wake it).
@@ -40,6 +44,7 @@ struct ChannelStateMachine<T> {
   }
 
   /// Offers `value` without waiting.
+  @inlinable
   mutating func send(_ value: T) -> SendDecision {
     if isClosed { return .closed }
     while let receiver = receivers.popFirst() {
@@ -55,6 +60,7 @@ struct ChannelStateMachine<T> {
   }
 
   /// Takes a value without waiting.
+  @inlinable
   mutating func receive() -> ReceiveDecision {
     if let value = buffer.popFirst() {
       return .value(value, refillFromSender())
@@ -68,7 +74,8 @@ struct ChannelStateMachine<T> {
   }
 
   /// Moves the first live waiting sender's value into the room a receive just made.
-  private mutating func refillFromSender() -> ClaimedWait? {
+  @inlinable
+  mutating func refillFromSender() -> ClaimedWait? {
     while let sender = senders.popFirst() {
       if let claimed = sender.ticket.claim(sender.index, deliver: { sender.outcome = .delivered }) {
         buffer.append(sender.value)
@@ -80,12 +87,14 @@ struct ChannelStateMachine<T> {
 
   /// Queues a sender that found the channel full (only after `send` returned `.full` under the
   /// same lock).
+  @inlinable
   mutating func enqueue(_ sender: SendWaiter<T>) {
     senders.append(sender)
   }
 
   /// Queues a receiver that found the channel empty (only after `receive` returned `.empty`
   /// under the same lock).
+  @inlinable
   mutating func enqueue(_ receiver: ReceiveWaiter<T>) {
     receivers.append(receiver)
   }

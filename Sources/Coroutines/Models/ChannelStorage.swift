@@ -1,9 +1,12 @@
 /// A channel's state behind its lock. Decisions are the state machine's; this type takes the
 /// lock, performs what the state machine decided once the lock is dropped (waking
 /// coroutines), and suspends the calling coroutine when it must wait.
+@usableFromInline
 final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched under `lock`
-  let lock = ChannelLock()
-  private var state: ChannelStateMachine<T>
+  @usableFromInline let lock = ChannelLock()
+  // Unchecked: only touched under `lock`, and no access spans a suspension (the state machine
+  // decides, then the lock is dropped before anyone waits or is woken).
+  @usableFromInline @exclusivity(unchecked) var state: ChannelStateMachine<T>
 
   init(capacity: Int) {
     state = ChannelStateMachine(capacity: capacity)
@@ -13,6 +16,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
 
   // MARK: Operations that may wait
 
+  @inlinable
   func send(_ value: T) throws {
     let coroutine = try Coroutine.requireCurrent()
     if coroutine.isCancelled { throw CancellationError() }
@@ -32,7 +36,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
       lock.unlock()
     }
     if waiter.ticket.wait(in: coroutine) == ChannelTicket.abandoned {
-      lock.withLock { state.remove(waiter) }
+      remove(waiter)
       throw CancellationError()
     }
     switch waiter.outcome {
@@ -41,6 +45,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     }
   }
 
+  @inlinable
   func receive() throws -> T {
     let coroutine = try Coroutine.requireCurrent()
     if coroutine.isCancelled { throw CancellationError() }
@@ -60,7 +65,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
       lock.unlock()
     }
     if waiter.ticket.wait(in: coroutine) == ChannelTicket.abandoned {
-      lock.withLock { state.remove(waiter) }
+      remove(waiter)
       throw CancellationError()
     }
     switch waiter.outcome {
@@ -71,6 +76,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
 
   // MARK: Operations that never wait
 
+  @inlinable
   func trySend(_ value: T) -> Bool {
     let decision = lock.withLock { state.send(value) }
     guard case .sent(let claimed) = decision else { return false }
@@ -78,6 +84,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     return true
   }
 
+  @inlinable
   func tryReceive() -> T? {
     let decision = lock.withLock { state.receive() }
     guard case .value(let value, let claimed) = decision else { return nil }
@@ -100,11 +107,14 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
   func receiveHoldingLock() -> ChannelStateMachine<T>.ReceiveDecision { state.receive() }
   func enqueueHoldingLock(_ waiter: SendWaiter<T>) { state.enqueue(waiter) }
   func enqueueHoldingLock(_ waiter: ReceiveWaiter<T>) { state.enqueue(waiter) }
-  func remove(_ waiter: SendWaiter<T>) { lock.withLock { state.remove(waiter) } }
-  func remove(_ waiter: ReceiveWaiter<T>) { lock.withLock { state.remove(waiter) } }
+  @usableFromInline func remove(_ waiter: SendWaiter<T>) { lock.withLock { state.remove(waiter) } }
+  @usableFromInline func remove(_ waiter: ReceiveWaiter<T>) {
+    lock.withLock { state.remove(waiter) }
+  }
 }
 
 extension ChannelTicket {
+  @usableFromInline
   /// Suspends `coroutine` until a claim wins this ticket or the coroutine is cancelled, and
   /// returns the winning index (``abandoned`` when the coroutine gave up first).
   func wait(in coroutine: Coroutine) -> Int {

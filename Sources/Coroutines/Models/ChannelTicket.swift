@@ -8,11 +8,12 @@ import Synchronization
 /// any later one (another case of the same select, a timeout, the coroutine's cancellation)
 /// loses, so exactly one operation completes. The winner's result is written inside the claim,
 /// so whoever later reads the ticket also sees that result.
+@usableFromInline
 final class ChannelTicket: @unchecked Sendable {  // all state is behind `state`'s mutex
   /// The index a timeout claims with.
   static let timeout = -1
   /// The index the waiting coroutine claims with when it gives up (it was cancelled).
-  static let abandoned = -2
+  @usableFromInline static let abandoned = -2
 
   private enum State {
     /// Nobody has won yet; the resumer is there once the coroutine has suspended.
@@ -23,9 +24,12 @@ final class ChannelTicket: @unchecked Sendable {  // all state is behind `state`
 
   private let state = Mutex<State>(.pending(nil))
 
+  @usableFromInline init() {}
+
   /// Tries to win the ticket for case `index`; on success runs `deliver` (still inside the
   /// claim) and returns the resumer to wake, which the caller resumes after dropping its
   /// locks. Returns nil when someone else already won.
+  @usableFromInline
   func claim(_ index: Int, deliver: () -> Void = {}) -> ClaimedWait? {
     state.withLock { state -> ClaimedWait? in
       guard case .pending(let resumer) = state else { return nil }
@@ -63,24 +67,31 @@ final class ChannelTicket: @unchecked Sendable {  // all state is behind `state`
 }
 
 /// A won wait whose coroutine must be woken once the winner has dropped its locks.
+@usableFromInline
 struct ClaimedWait {
   fileprivate let resumer: CoroutineResumer<Void>?
 
   /// Wakes the waiting coroutine (nothing to do if it had not suspended yet: `arm` sees the win).
+  @usableFromInline
   func wake() { resumer?.resume(.success(())) }
 }
 
 /// A receiver waiting on a channel. `outcome` is written once, inside the winning claim.
+@usableFromInline
 final class ReceiveWaiter<T>: @unchecked Sendable {  // `outcome` is written inside a ticket claim
+  @usableFromInline
   enum Outcome {
     case value(T)
     case closed
   }
 
-  let ticket: ChannelTicket
-  let index: Int
-  var outcome: Outcome?
+  @usableFromInline let ticket: ChannelTicket
+  @usableFromInline let index: Int
+  // Unchecked: written once inside the winning claim (under the ticket's mutex), read by the
+  // waiter only after it has seen the win.
+  @usableFromInline @exclusivity(unchecked) var outcome: Outcome?
 
+  @usableFromInline
   init(ticket: ChannelTicket, index: Int) {
     self.ticket = ticket
     self.index = index
@@ -89,17 +100,22 @@ final class ReceiveWaiter<T>: @unchecked Sendable {  // `outcome` is written ins
 
 /// A sender waiting on a full channel with its value. `outcome` is written once, inside the
 /// winning claim.
+@usableFromInline
 final class SendWaiter<T>: @unchecked Sendable {  // `outcome` is written inside a ticket claim
+  @usableFromInline
   enum Outcome {
     case delivered
     case closed
   }
 
-  let ticket: ChannelTicket
-  let index: Int
-  let value: T
-  var outcome: Outcome?
+  @usableFromInline let ticket: ChannelTicket
+  @usableFromInline let index: Int
+  @usableFromInline let value: T
+  // Unchecked: written once inside the winning claim (under the ticket's mutex), read by the
+  // waiter only after it has seen the win.
+  @usableFromInline @exclusivity(unchecked) var outcome: Outcome?
 
+  @usableFromInline
   init(ticket: ChannelTicket, index: Int, value: T) {
     self.ticket = ticket
     self.index = index

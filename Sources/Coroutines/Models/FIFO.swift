@@ -1,19 +1,31 @@
 /// A first-in, first-out queue: amortised O(1) at both ends without a ring buffer's index
 /// arithmetic. Popped slots are reclaimed in bulk once they make up half of the storage.
+@usableFromInline
 struct FIFO<Element> {
-  private var storage: [Element?] = []
-  private var head = 0
+  @usableFromInline var storage: [Element?] = []
+  @usableFromInline var head = 0
 
+  @inlinable init() {}
+
+  @inlinable
   var isEmpty: Bool { head == storage.count }
+  @inlinable
   var count: Int { storage.count - head }
+  @inlinable
   var first: Element? { isEmpty ? nil : storage[head] }
 
+  @inlinable
   mutating func append(_ element: Element) {
     storage.append(element)
   }
 
+  @inlinable
   mutating func popFirst() -> Element? {
     guard head < storage.count else { return nil }
+    if head == 0, storage.count == 1 {
+      // The usual case of a channel's waiter queue: one in, one out, no slot to reclaim.
+      return storage.removeLast()
+    }
     let element = storage[head]
     storage[head] = nil
     head += 1

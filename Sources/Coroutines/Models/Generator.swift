@@ -54,13 +54,27 @@ public func co_sequence<T>(
 /// What a generator's body calls to hand over a value: `try yield(value)`.
 public struct CoYield<T>: Sendable {
   let engine: any GeneratorEngine<T>
+  /// The engine when it is inline: called directly, so that the caller's module specialises it.
+  @usableFromInline let inline: InlineGenerator<T>?
+
+  init(engine: any GeneratorEngine<T>) {
+    self.engine = engine
+    self.inline = engine as? InlineGenerator<T>
+  }
 
   /// Hands `value` to the consumer and waits until it asks for the next one.
   ///
   /// - Throws: `CancellationError` when the generator has been cancelled or dropped: let it
   ///   propagate so the body unwinds. ``CoroutineError/yieldOutsideGenerator`` when called
   ///   anywhere but in the generator's own body.
+  @inlinable
   public func callAsFunction(_ value: T) throws {
+    if let inline { return try inline.yield(value) }
+    try yieldToEngine(value)
+  }
+
+  @usableFromInline
+  func yieldToEngine(_ value: T) throws {
     try engine.yield(value)
   }
 }
@@ -72,9 +86,12 @@ public struct CoYield<T>: Sendable {
 public final class CoGenerator<T>: Sequence, IteratorProtocol, @unchecked Sendable {
   // @unchecked: all state is in the engine, which synchronises it.
   let engine: any GeneratorEngine<T>
+  /// The engine when it is inline: called directly, so that the caller's module specialises it.
+  @usableFromInline let inline: InlineGenerator<T>?
 
   init(engine: any GeneratorEngine<T>) {
     self.engine = engine
+    self.inline = engine as? InlineGenerator<T>
   }
 
   deinit {
@@ -86,15 +103,24 @@ public final class CoGenerator<T>: Sequence, IteratorProtocol, @unchecked Sendab
   ///
   /// If the consuming coroutine is cancelled while it waits for a value, the generator is
   /// cancelled too and this returns nil (``nextOrThrow()`` throws `CancellationError`).
+  @inlinable
   public func next() -> T? {
-    try? engine.next()
+    if let inline { return try? inline.next() }
+    return try? engineNext()
   }
 
   /// The next value, or nil at the end of the sequence.
   ///
   /// - Throws: The error the body threw, on this call and every later one; `CancellationError`
   ///   if the consuming coroutine was cancelled while waiting (the generator is then cancelled).
+  @inlinable
   public func nextOrThrow() throws -> T? {
+    if let inline { return try inline.next() }
+    return try engineNext()
+  }
+
+  @usableFromInline
+  func engineNext() throws -> T? {
     try engine.next()
   }
 

@@ -3,12 +3,20 @@ import Synchronization
 /// A generator whose producer runs on the consumer's thread: `next()` switches to the
 /// producer's stack with `runInline()`, and `yield` switches back with `handBack()`.
 ///
-/// One thread drives the producer at a time (`driving` checks it): `phase` and `failure` are
-/// touched only by that thread, and by the producer while that thread runs it.
+/// One thread drives the producer at a time (the driver's `driving` flag checks it): `phase`,
+/// `running` and `recordedFailure` are touched only by that thread, and by the producer while
+/// that thread runs it.
+///
+/// The driving path (`next()`, `yield`) is `@inlinable`, so a caller in another module runs it
+/// specialised for its element type: unspecialised, every call looked up the metadata of
+/// `Phase` and `Optional<T>` in the runtime's tables (about a third of a `next()`).
+@usableFromInline
 final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
-  // @unchecked: `phase`/`failure` belong to the single driving thread (see above); the
-  // coroutine reference is behind a mutex for `cancel()` from other threads; the rest is atomic.
-  private enum Phase {
+  // @unchecked: `phase`/`running`/`recordedFailure` belong to the single driving thread (see
+  // above); the coroutine reference for `cancel()` from other threads is behind a mutex; the
+  // rest is atomic.
+  @usableFromInline
+  enum Phase {
     /// No `next()` yet: no coroutine, no stack.
     case notStarted
     /// The producer is running, or suspended in an await, or away in `co_await(on:)`.
@@ -23,13 +31,19 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   private let name: String?
   private let stackSize: Int
-  private var body: ((CoYield<T>) throws -> Void)?
-  private let driver = InlineDriver()
+  // The fields below are `@exclusivity(unchecked)`: only the driving thread (or the producer
+  // while that thread runs it) touches them, one access at a time and never across a switch,
+  // and the dynamic checks cost a look-up of the coroutine's access set per access.
+  @exclusivity(unchecked) private var body: ((CoYield<T>) throws -> Void)?
+  @usableFromInline let driver = InlineDriver()
+  /// The producer, for `cancel()` from any thread.
   private let producer = Mutex<Coroutine?>(nil)
-  private var phase = Phase.notStarted
-  private var recordedFailure: (any Error)?
-  private let driving = Atomic<Bool>(false)
-  private let cancelRequested = Atomic<Bool>(false)
+  /// The producer, for the driving thread: the same reference as `producer`, read without
+  /// the mutex on every `next()` and `yield`.
+  @usableFromInline @exclusivity(unchecked) var running: Coroutine?
+  @usableFromInline @exclusivity(unchecked) var phase = Phase.notStarted
+  @usableFromInline @exclusivity(unchecked) var recordedFailure: (any Error)?
+  @usableFromInline let cancelRequested = Atomic<Bool>(false)
   private let done = Atomic<Bool>(false)
   private let completion = CoPromise<Void>()
 
@@ -50,21 +64,22 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   // MARK: Consumer side
 
+  @inlinable
   func next() throws -> T? {
-    beginDriving(in: "CoGenerator.next()")
-    defer { endDriving() }
+    driver.beginDriving(in: "CoGenerator.next()")
+    defer { driver.endDriving() }
     if cancelRequested.load(ordering: .acquiring) {
       unwindAfterCancel()
       return nil
     }
     switch phase {
+    case .waitingInYield:
+      runProducer()
+    case .notStarted:
+      start()
     case .finished:
       if let recordedFailure { throw recordedFailure }
       return nil
-    case .notStarted:
-      start()
-    case .waitingInYield:
-      runProducer()
     case .running, .yielded:
       preconditionFailure("CoGenerator.next(): the producer was left \(phase) between calls")
     }
@@ -73,32 +88,19 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   func cancel() {
     cancelRequested.store(true, ordering: .releasing)
-    guard !driving.exchange(true, ordering: .acquiringAndReleasing) else {
+    guard driver.tryBeginDriving() else {
       // Someone drives right now (another thread in `next()`, or the body cancelling its own
       // generator): end any await of the producer; the driver finishes the unwinding.
       producer.withLock { $0 }?.cancel()
       return
     }
-    driver.begin(target: defaultScheduler(), clock: Coroutine.current?.scheduler)
-    defer { endDriving() }
+    defer { driver.endDriving() }
     unwindAfterCancel()
   }
 
-  private func beginDriving(in call: StaticString) {
-    precondition(
-      !driving.exchange(true, ordering: .acquiringAndReleasing),
-      "\(call): this inline generator is already being driven: by another thread, or by its own "
-        + "body; an inline generator's calls must not overlap")
-    driver.begin(target: defaultScheduler(), clock: Coroutine.current?.scheduler)
-  }
-
-  private func endDriving() {
-    driver.end()
-    driving.store(false, ordering: .releasing)
-  }
-
   /// Drives the producer until it yields or finishes.
-  private func waitForValue() throws -> T? {
+  @inlinable
+  func waitForValue() throws -> T? {
     while true {
       switch phase {
       case .yielded(let value):
@@ -112,24 +114,30 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
         if let recordedFailure { throw recordedFailure }
         return nil
       case .running:
-        // The body suspended: wait for whatever wakes it, then run it here.
-        if let consumer = Coroutine.current {
-          guard driver.waitForJobs(in: consumer) else {
-            unwindAfterCancel()
-            throw CancellationError()
-          }
-        } else {
-          driver.blockForJobs()
-        }
-        driver.runJobs()
+        try waitForSuspendedProducer()
       case .notStarted, .waitingInYield:
         preconditionFailure("CoGenerator.next(): the producer is \(phase) while being driven")
       }
     }
   }
 
+  /// The body suspended instead of yielding: waits for whatever wakes it, then runs it here.
+  @usableFromInline
+  func waitForSuspendedProducer() throws {
+    if let consumer = Coroutine.current {
+      guard driver.waitForJobs(in: consumer) else {
+        unwindAfterCancel()
+        throw CancellationError()
+      }
+    } else {
+      driver.blockForJobs()
+    }
+    driver.runJobs()
+  }
+
   /// Cancels the producer and drives it until it has left its stack.
-  private func unwindAfterCancel() {
+  @usableFromInline
+  func unwindAfterCancel() {
     cancelRequested.store(true, ordering: .releasing)
     switch phase {
     case .notStarted:
@@ -139,7 +147,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
     case .finished:
       return
     case .running, .yielded, .waitingInYield:
-      producer.withLock { $0 }?.cancel()
+      running?.cancel()
     }
     while true {
       switch phase {
@@ -160,7 +168,8 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
     }
   }
 
-  private func start() {
+  @usableFromInline
+  func start() {
     guard let body else { preconditionFailure("CoGenerator: started twice") }
     self.body = nil
     let coroutine = Coroutine(scheduler: driver, name: name, stackSize: stackSize) {
@@ -169,22 +178,26 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
       return { [self] in finish(with: outcome.failure) }
     }
     producer.withLock { $0 = coroutine }
+    running = coroutine
+    driver.producerAddress = Unmanaged.passUnretained(coroutine).toOpaque()
     runProducer()
   }
 
-  private func runProducer() {
-    guard let coroutine = producer.withLock({ $0 }) else { return }
+  @inlinable
+  func runProducer() {
+    guard let coroutine = running else { return }
     phase = .running
-    do {
-      _ = try coroutine.runInline()
-    } catch {
-      // No stack could be mapped: the body never ran. Retire the coroutine through its
-      // scheduler, which ends it without running it because it is cancelled.
-      coroutine.cancel()
-      coroutine.launch { _ in }
-      driver.runJobs()
-      finish(with: error)
-    }
+    if let error = driver.runInline(coroutine) { producerFailedToStart(coroutine, error) }
+  }
+
+  /// No stack could be mapped: the body never ran. Retires the coroutine through its
+  /// scheduler, which ends it without running it because it is cancelled.
+  @usableFromInline
+  func producerFailedToStart(_ coroutine: Coroutine, _ error: CoroutineError) {
+    coroutine.cancel()
+    coroutine.launch { _ in }
+    driver.runJobs()
+    finish(with: error)
   }
 
   /// The body ended (or never ran): record why, and release the coroutine.
@@ -194,6 +207,8 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
       recordedFailure = error
     }
     phase = .finished
+    driver.producerAddress = nil
+    running = nil
     producer.withLock { $0 = nil }
     done.store(true, ordering: .releasing)
     completion.fulfill(())
@@ -206,13 +221,14 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   // MARK: Producer side
 
+  @inlinable
   func yield(_ value: T) throws {
-    guard let current = Coroutine.current, current === producer.withLock({ $0 }),
-      current.scheduler === driver
-    else { throw CoroutineError.yieldOutsideGenerator }
+    guard let current = driver.currentProducer() else {
+      throw CoroutineError.yieldOutsideGenerator
+    }
     if current.isCancelled { throw CancellationError() }
     phase = .yielded(value)
-    current.handBack()
+    driver.handBack(current)
     if current.isCancelled { throw CancellationError() }
   }
 }

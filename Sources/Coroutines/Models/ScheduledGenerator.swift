@@ -91,7 +91,9 @@ final class ScheduledGenerator<T>: GeneratorEngine, @unchecked Sendable {
   }
 
   private func launch() {
-    let task = co_launch(on: scheduler, name: name, stackSize: stackSize) { [self] in
+    // Detached: the producer lives as long as the generator, not as long as its first consumer.
+    let task = co_launch(on: scheduler, name: name, stackSize: stackSize, detached: true) {
+      [self] in
       let cancelled = lock.withLock { () -> Bool in
         state.producerCoroutine = Coroutine.current
         return state.isCancelled

@@ -27,6 +27,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     didSet { loop = scheduler as? CoroutineLoop }
   }
   private var loop: CoroutineLoop?
+  /// Set by the loop when a `co_delay` sleep reaches its deadline, before it wakes the
+  /// coroutine; a sleep woken without it was cancelled.
+  private var sleepRang = false
   /// `home` as the loop that counts its coroutines, cast once: the cast is a conformance lookup.
   private let accounting: (any CoroutineAccounting)?
 
@@ -34,6 +37,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
   private let waitWord = Atomic<UInt64>(0)
   private let cancelled = Atomic<Bool>(false)
+
+  /// The async layer's record of this coroutine (its task, which knows its parent and
+  /// children): set before the coroutine starts, cleared once it has finished, read only by
+  /// code running on the coroutine. The runtime itself never looks at it.
+  var attachment: AnyObject?
 
   private var fiber: OpaquePointer?
   /// Links and counters of the live-coroutine registry (dumps, the stall watchdog).
@@ -247,6 +255,35 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     if compareAndSwap(.wokenEarly, .running) { return }
     exit = .park
     cu_fiber_suspend(fiber!)
+  }
+
+  /// The loop the coroutine resumes on, when that is a ``CoroutineLoop``.
+  var currentLoop: CoroutineLoop? { loop }
+
+  /// Sleeps `delay` nanoseconds in `loop`'s timer heap without allocating: the loop wakes the
+  /// coroutine itself. Must run on this coroutine's stack, on the loop's thread.
+  func sleep(on loop: CoroutineLoop, nanoseconds delay: UInt64) throws(CancellationError) {
+    if isCancelled { throw CancellationError() }
+    sleepRang = false
+    let generation = armWait()
+    loop.addSleep(self, generation: generation, nanoseconds: delay)
+    endWaitIfCancelled(generation)
+    park()
+    if !sleepRang {
+      loop.sleepEndedEarly()
+      throw CancellationError()
+    }
+  }
+
+  /// Ends a `co_delay` sleep at its deadline, after the loop claimed its wait.
+  func wakeFromSleep() {
+    sleepRang = true
+    wake()
+  }
+
+  /// True while the wait of `generation` is armed and unclaimed.
+  func isWaiting(_ generation: UInt64) -> Bool {
+    waitWord.load(ordering: .acquiring) == generation << 1 | 1
   }
 
   /// Switches out and lets the scheduler run the coroutine again, on `target` from now on.

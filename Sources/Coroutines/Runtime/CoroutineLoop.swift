@@ -39,7 +39,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   @exclusivity(unchecked) private var remoteTimers: [LoopTimer] = []
   @exclusivity(unchecked) private var sleeping = false
   @exclusivity(unchecked) private var localJobs = JobQueue()
-  @exclusivity(unchecked) private var timers = TimerHeap()
+  @exclusivity(unchecked) private var timers = TimerHeap<TimerEntry>()
   private let pendingTimers = Atomic<Int>(0)
   private let liveCoroutines = Atomic<Int>(0)
   private let timerSequence = Atomic<UInt64>(0)
@@ -54,7 +54,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
   public init() {}
 
-  private var isCurrent: Bool {
+  var isCurrent: Bool {
     cu_tls_current_loop() == Unmanaged.passUnretained(self).toOpaque()
   }
 
@@ -101,7 +101,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
         self.wakeUpIfElsewhere()
       })
     if isCurrent {
-      timers.insert(timer)
+      timers.insert(TimerEntry(timer))
     } else {
       lock.withLock {
         remoteTimers.append(timer)
@@ -110,6 +110,22 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       }
     }
     return timer
+  }
+
+  /// Puts `coroutine`, whose wait of `generation` is armed, to sleep on the timer heap for
+  /// `delay` nanoseconds; the loop wakes it directly, so `co_delay` allocates nothing. Called
+  /// on the loop's own thread.
+  func addSleep(_ coroutine: Coroutine, generation: UInt64, nanoseconds delay: UInt64) {
+    pendingTimers.add(1, ordering: .relaxed)
+    timers.insert(
+      TimerEntry(
+        sleeping: coroutine, generation: generation, deadline: monotonicNanoseconds() &+ delay,
+        sequence: timerSequence.add(1, ordering: .relaxed).newValue))
+  }
+
+  /// A sleep ended before its deadline (cancelled): it no longer keeps the loop alive.
+  func sleepEndedEarly() {
+    pendingTimers.subtract(1, ordering: .relaxed)
   }
 
   // MARK: Accounting
@@ -153,7 +169,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       if !localJobs.isEmpty { continue }
       if !waitForWork() { break }
     }
-    timers = TimerHeap()
+    timers = TimerHeap<TimerEntry>()
   }
 
   private func takeRemoteWork() {
@@ -163,7 +179,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     lock.withLock {
       hasRemoteWork.store(false, ordering: .relaxed)
       localJobs.takeAll(from: &remoteJobs)
-      for timer in remoteTimers { timers.insert(timer) }
+      for timer in remoteTimers { timers.insert(TimerEntry(timer)) }
       remoteTimers.removeAll(keepingCapacity: true)
     }
   }
@@ -171,11 +187,20 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   private func fireDueTimers() {
     guard !timers.isEmpty else { return }
     let now = monotonicNanoseconds()
-    while let first = timers.first, first.deadline <= now || first.isCancelled {
+    while let first = timers.first, first.deadline <= now || first.isDead {
       _ = timers.removeFirst()
-      if first.claimForFiring() {
-        pendingTimers.subtract(1, ordering: .relaxed)
-        localJobs.append(.closure(first.job))
+      switch first.action {
+      case .timer(let timer):
+        if timer.claimForFiring() {
+          pendingTimers.subtract(1, ordering: .relaxed)
+          localJobs.append(.closure(timer.job))
+        }
+      case .sleep(let coroutine, let generation):
+        // A sleep ended early by cancellation fails the claim; its co_delay did the counting.
+        if coroutine.claim(generation) {
+          pendingTimers.subtract(1, ordering: .relaxed)
+          coroutine.wakeFromSleep()
+        }
       }
     }
   }
@@ -192,7 +217,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
 
   /// Sleeps until there is work; returns false when the loop is idle and should end.
   private func waitForWork() -> Bool {
-    while let first = timers.first, first.isCancelled { _ = timers.removeFirst() }
+    while let first = timers.first, first.isDead { _ = timers.removeFirst() }
     lock.lock()
     defer { lock.unlock() }
     guard remoteJobs.isEmpty, remoteTimers.isEmpty else { return true }

@@ -177,7 +177,7 @@ extension CoroutineTestLoop {
   /// Everything behind the loop's lock: the ready jobs, the timers and the clock.
   fileprivate struct State {
     var ready = ReadyJobs()
-    var timers = TimerHeap()
+    var timers = TimerHeap<LoopTimer>()
     var pendingTimers = 0
     /// Virtual nanoseconds: whole numbers, so deadlines and sums of advances compare exactly.
     var now: UInt64 = 0

@@ -1,0 +1,184 @@
+import Coroutines
+import Foundation
+
+/// The seed's table: N tasks that each wait for simulated blocking I/O ten times (1 ms each),
+/// as coroutines on one loop and as one thread per task. Each cell runs in its own child
+/// process, so that its peak resident memory is its own.
+enum SeedTable {
+  static let sizes = [10, 100, 1_000, 10_000]
+  static let waits = 10
+  static let wait = 0.001
+  /// More threads than this are not started: the machine is shared, and each thread reserves
+  /// a stack of 8 MiB of address space.
+  static let threadCap = 1_000
+
+  struct Cell {
+    var wallNanoseconds: Double
+    var threads: Int
+    var peakBytes: Double
+  }
+
+  /// N coroutines on one loop, each doing `waits` × `co_delay(wait)`.
+  static func coroutines(_ count: Int) throws -> Cell {
+    let before = residentBytes()
+    let start = DispatchTime.now().uptimeNanoseconds
+    try CoroutineLoop.run {
+      for _ in 0..<count {
+        co_launch {
+          for _ in 0..<waits { try co_delay(wait) }
+        }
+      }
+    }
+    let wall = Double(DispatchTime.now().uptimeNanoseconds - start)
+    return Cell(wallNanoseconds: wall, threads: 1, peakBytes: Double(peakBytes() - before))
+  }
+
+  /// N threads, each doing `waits` × a blocking sleep of `wait`.
+  static func threads(_ count: Int) -> Cell {
+    let before = residentBytes()
+    let start = DispatchTime.now().uptimeNanoseconds
+    var threads: [Thread] = []
+    let group = DispatchGroup()
+    for _ in 0..<count {
+      group.enter()
+      let thread = Thread {
+        for _ in 0..<waits { usleep(UInt32(wait * 1_000_000)) }
+        group.leave()
+      }
+      threads.append(thread)
+      thread.start()
+    }
+    group.wait()
+    let wall = Double(DispatchTime.now().uptimeNanoseconds - start)
+    return Cell(wallNanoseconds: wall, threads: count, peakBytes: Double(peakBytes() - before))
+  }
+
+  /// The resident set now, after resetting the peak to it (so `peakBytes()` measures from here).
+  static func residentBytes() -> Int {
+    try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    return statusKiB("VmRSS:") * 1024
+  }
+  static func peakBytes() -> Int { statusKiB("VmHWM:") * 1024 }
+
+  private static func statusKiB(_ key: String) -> Int {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    for line in status.split(separator: "\n") where line.hasPrefix(key) {
+      let fields = line.dropFirst(key.count).split(whereSeparator: { $0 == " " || $0 == "\t" })
+      return Int(fields.first ?? "") ?? 0
+    }
+    return 0
+  }
+
+  /// The table as Markdown, one row per N.
+  static func printTable(coroutines: [Int: Cell], threads: [Int: Cell]) {
+    let ideal = Double(waits) * wait * 1000
+    print(
+      "| Tasks (× \(waits) waits of \(Int(wait * 1000)) ms) | Coroutines: wall time | threads | "
+        + "peak memory | Threads: wall time | threads | peak memory | Coroutines vs \(Int(ideal)) ms ideal |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    for size in sizes {
+      let co = coroutines[size]
+      let th = threads[size]
+      let ratio = co.map { $0.wallNanoseconds / 1e6 / ideal }
+      let verdict =
+        ratio.map {
+          String(format: "%.2f×", $0)
+            + (size == 10_000 ? ($0 <= 3 ? " (≤ 3×: MET)" : " (≤ 3×: MISSED)") : "")
+        } ?? "—"
+      print(
+        "| \(size) | \(ms(co)) | \(co.map { "\($0.threads)" } ?? "—") | \(mib(co)) | "
+          + "\(th == nil ? "did not run" : ms(th)) | \(th.map { "\($0.threads)" } ?? "—") | "
+          + "\(th == nil ? "—" : mib(th)) | \(verdict) |")
+    }
+  }
+
+  private static func ms(_ cell: Cell?) -> String {
+    cell.map { String(format: "%.1f ms", $0.wallNanoseconds / 1e6) } ?? "—"
+  }
+  private static func mib(_ cell: Cell?) -> String {
+    cell.map { String(format: "%.1f MiB", max($0.peakBytes, 0) / 1_048_576) } ?? "—"
+  }
+
+  /// Writes the plot (wall time and peak memory against N, log scales) as an SVG.
+  static func writePlot(coroutines: [Int: Cell], threads: [Int: Cell], to url: URL) throws {
+    let panelWidth = 360.0
+    let panelHeight = 240.0
+    let margin = 56.0
+    var svg = """
+      <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(2 * panelWidth + 3 * margin))" \
+      height="\(Int(panelHeight + 2 * margin))" font-family="sans-serif" font-size="12">
+      <rect width="100%" height="100%" fill="white"/>
+
+      """
+    func panel(
+      _ index: Int, title: String, unit: String, value: (Cell) -> Double
+    ) {
+      let left = margin + Double(index) * (panelWidth + margin)
+      let top = margin
+      let all = (coroutines.values.map(value) + threads.values.map(value)).filter { $0 > 0 }
+      let low = pow(10, floor(log10(all.min() ?? 1)))
+      let high = pow(10, ceil(log10(all.max() ?? 10)))
+      let x = { (n: Int) in
+        left + (log10(Double(n)) - 1) / 3 * panelWidth
+      }
+      let y = { (v: Double) in
+        top + panelHeight - (log10(max(v, low)) - log10(low)) / (log10(high) - log10(low))
+          * panelHeight
+      }
+      svg +=
+        "<text x=\"\(left + panelWidth / 2)\" y=\"\(top - 20)\" text-anchor=\"middle\" "
+        + "font-weight=\"bold\">\(title)</text>\n"
+      svg +=
+        "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(panelWidth)\" height=\"\(panelHeight)\" "
+        + "fill=\"none\" stroke=\"#888\"/>\n"
+      for size in sizes {
+        svg +=
+          "<text x=\"\(x(size))\" y=\"\(top + panelHeight + 16)\" text-anchor=\"middle\">"
+          + "\(size)</text>\n"
+      }
+      var tick = low
+      while tick <= high * 1.0001 {
+        svg +=
+          "<line x1=\"\(left)\" x2=\"\(left + panelWidth)\" y1=\"\(y(tick))\" y2=\"\(y(tick))\" "
+          + "stroke=\"#eee\"/>\n"
+        svg +=
+          "<text x=\"\(left - 6)\" y=\"\(y(tick) + 4)\" text-anchor=\"end\">"
+          + "\(tick >= 1 ? String(Int(tick)) : String(tick))</text>\n"
+        tick *= 10
+      }
+      svg +=
+        "<text x=\"\(left + panelWidth / 2)\" y=\"\(top + panelHeight + 34)\" "
+        + "text-anchor=\"middle\">tasks (log)</text>\n"
+      svg +=
+        "<text x=\"\(left - 44)\" y=\"\(top + panelHeight / 2)\" text-anchor=\"middle\" "
+        + "transform=\"rotate(-90 \(left - 44) \(top + panelHeight / 2))\">\(unit) (log)</text>\n"
+      for (cells, colour, label, row) in [
+        (coroutines, "#1f77b4", "coroutines (1 thread)", 0), (threads, "#d62728", "threads", 1),
+      ] {
+        let points = sizes.compactMap { size in cells[size].map { (size, value($0)) } }
+        let path = points.map { "\(x($0.0)),\(y($0.1))" }.joined(separator: " ")
+        svg +=
+          "<polyline points=\"\(path)\" fill=\"none\" stroke=\"\(colour)\" stroke-width=\"2\"/>\n"
+        for (size, v) in points {
+          svg += "<circle cx=\"\(x(size))\" cy=\"\(y(v))\" r=\"3\" fill=\"\(colour)\"/>\n"
+        }
+        let legendY = top + 14 + Double(row) * 16
+        svg +=
+          "<line x1=\"\(left + 8)\" x2=\"\(left + 28)\" y1=\"\(legendY - 4)\" "
+          + "y2=\"\(legendY - 4)\" stroke=\"\(colour)\" stroke-width=\"2\"/>\n"
+        svg += "<text x=\"\(left + 32)\" y=\"\(legendY)\">\(label)</text>\n"
+      }
+    }
+    panel(0, title: "Wall time, \(waits) waits of 1 ms per task", unit: "ms") {
+      $0.wallNanoseconds / 1e6
+    }
+    panel(1, title: "Peak resident memory added", unit: "MiB") {
+      max($0.peakBytes, 1) / 1_048_576
+    }
+    svg +=
+      "<text x=\"\(margin)\" y=\"\(panelHeight + 2 * margin - 4)\" fill=\"#555\">"
+      + "Threads beyond \(threadCap) did not run. Written by `make bench`.</text>\n</svg>\n"
+    try svg.write(to: url, atomically: true, encoding: .utf8)
+  }
+}

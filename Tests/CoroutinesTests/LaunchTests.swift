@@ -1,0 +1,60 @@
+import Testing
+
+@testable import Coroutines
+
+@Suite struct LaunchTests {
+  @Test func aDetachedCoroutineIsNotWaitedForNorCancelledWithItsLauncher() throws {
+    let size = TestStacks.uniqueSize()
+    let gate = CoPromise<Void>()
+    let (launcherResult, detachedRan) = try CoroutineLoop.run {
+      () -> (Result<Void, any Error>?, Bool) in
+      let holder = CoPromise<CoTask<Int>>()
+      let launcher = co_launch(stackSize: size) { () -> Void in
+        holder.fulfill(
+          co_launch(stackSize: size, detached: true) { () -> Int in
+            try co_await(gate)
+            return 1
+          })
+        try co_await(CoPromise<Void>())
+      }
+      let detached = try co_await(holder)
+      launcher.cancel()
+      _ = try? co_await(launcher)
+      let launcherResult = launcher.result
+      #expect(detached.result == nil)
+      gate.fulfill(())
+      return (launcherResult, try co_await(detached) == 1)
+    }
+    #expect(isCancellation(launcherResult))
+    #expect(detachedRan)
+    #expect(TestStacks.allReturned(size: size))
+  }
+
+  @Test func aDetachedCoroutineKeepsTheUnhandledErrorHandler() throws {
+    let log = Journal<String>()
+    try CoUnhandledErrors.withHandler({ name, _ in log.append(name ?? "-") }) {
+      try CoroutineLoop.run {
+        _ = co_launch(name: "detached", detached: true) { () -> Void in throw Failure.disk }
+      }
+    }
+    #expect(log.entries == ["detached"])
+  }
+
+  @Test func aTopLevelLaunchHasNoParent() throws {
+    let task = co_launch(on: CoroutineTestLoop()) { 1 }
+    #expect(task.coroutine.attachment === task)
+    task.cancel()
+  }
+
+  @Test func theSharedStackSample() throws {
+    let connection = CoPromise<String>()
+    let served = Journal<String>()
+    let serve = { (connection: CoPromise<String>) throws in served.append(try co_await(connection))
+    }
+    try CoroutineLoop.run {
+      co_launch(stack: .shared) { try serve(connection) }
+      connection.fulfill("request")
+    }
+    #expect(served.entries == ["request"])
+  }
+}
