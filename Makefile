@@ -60,6 +60,7 @@ sanitize-address:
 	@for backend in $(SANITIZE_BACKENDS); do \
 	  echo "== AddressSanitizer, $$backend backend"; \
 	  COROUTINES_BACKEND=$$backend ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+	    LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
 	    $(SWIFT) test --scratch-path .build/sanitize-address --sanitize=address --disable-xctest \
 	    || exit 1; \
 	done
@@ -81,10 +82,11 @@ sanitize-thread:
 	done
 
 # LeakSanitizer on the examples binary (built with ASan beside `make sanitize-address`): any
-# leak fails the run. (valgrind cannot read the DWARF that Swift 6.3 emits, so LSan it is.)
+# leak fails the run, except Swift's weak-reference side tables (Tests/lsan-suppressions.txt). (valgrind cannot read the DWARF that Swift 6.3 emits, so LSan it is.)
 leaks:
 	$(SWIFT) build --scratch-path .build/sanitize-address --sanitize=address --product examples
 	ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
 	  .build/sanitize-address/debug/examples
 
 clean:
