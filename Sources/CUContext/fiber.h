@@ -27,9 +27,21 @@ struct cu_fiber {
 };
 
 // Overflow reports (overflow.c): the resumer marks the fiber as running on this thread (and
-// prepares the thread on its first resume), then restores what ran before.
-cu_fiber *cu_overflow_enter(cu_fiber *fiber);
-void cu_overflow_leave(cu_fiber *previous);
+// prepares the thread on its first resume), then restores what ran before. Inlined: the code
+// after a resume runs on the thread that called it, so reusing the thread-local's address
+// there is safe (unlike after a suspend, which may return on another thread).
+extern __thread cu_fiber *cu_running_fiber;
+extern __thread int cu_thread_prepared;
+void cu_prepare_thread(void);
+
+static inline cu_fiber *cu_overflow_enter(cu_fiber *fiber) {
+  if (__builtin_expect(!cu_thread_prepared, 0)) cu_prepare_thread();
+  cu_fiber *previous = cu_running_fiber;
+  cu_running_fiber = fiber;
+  return previous;
+}
+
+static inline void cu_overflow_leave(cu_fiber *previous) { cu_running_fiber = previous; }
 
 // Shared-stack mode, called by context.c around switches. `acquire` puts the fiber's saved bytes
 // back on its shared stack (first saving the previous occupant's) before it is resumed; `leave`

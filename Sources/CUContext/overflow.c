@@ -19,8 +19,8 @@
 
 enum { alternate_stack_size = 64 * 1024 };
 
-static __thread cu_fiber *running_fiber;
-static __thread int thread_prepared;
+__thread cu_fiber *cu_running_fiber;
+__thread int cu_thread_prepared;
 static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
 static pthread_key_t alternate_stack_key;
 static struct sigaction previous_action;
@@ -102,7 +102,7 @@ static int is_overflow(const cu_fiber *fiber, uintptr_t address, uintptr_t stack
 
 static void on_segv(int signal_number, siginfo_t *info, void *context) {
   (void)signal_number;
-  cu_fiber *fiber = running_fiber;
+  cu_fiber *fiber = cu_running_fiber;
   if (fiber && is_overflow(fiber, (uintptr_t)info->si_addr, interrupted_stack_pointer(context))) {
     report_overflow(fiber, info->si_addr);
     abort();
@@ -136,8 +136,8 @@ static void create_key(void) {
 }
 
 /// Gives the calling thread an alternate signal stack unless it has one, once per thread.
-static void prepare_thread(void) {
-  thread_prepared = 1;
+void cu_prepare_thread(void) {
+  cu_thread_prepared = 1;
   pthread_once(&handler_once, create_key);
   stack_t current;
   if (sigaltstack(NULL, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return;
@@ -151,16 +151,6 @@ static void prepare_thread(void) {
   }
   pthread_setspecific(alternate_stack_key, mapping);
 }
-
-// Not inlined: after a switch the caller must not reuse a thread-local address computed before.
-__attribute__((noinline)) cu_fiber *cu_overflow_enter(cu_fiber *fiber) {
-  if (!thread_prepared) prepare_thread();
-  cu_fiber *previous = running_fiber;
-  running_fiber = fiber;
-  return previous;
-}
-
-__attribute__((noinline)) void cu_overflow_leave(cu_fiber *previous) { running_fiber = previous; }
 
 void cu_fiber_set_label(cu_fiber *fiber, const char *name, size_t stack_size) {
   fiber->requested_size = stack_size;

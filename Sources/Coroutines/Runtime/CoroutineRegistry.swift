@@ -11,11 +11,11 @@ protocol CoroutineAccounting: AnyObject {
 /// Every live coroutine (created and not yet finished), for counts, dumps and the stall
 /// watchdog.
 ///
-/// Coroutines are linked into one of a few lists, chosen by address, each behind its own lock:
-/// a coroutine takes a lock only when it is created and when it finishes, never to suspend or
-/// resume, and launches on different threads rarely meet on the same lock. The lists hold no
-/// reference: a coroutine leaves its list when it finishes or, at the latest, in its `deinit`,
-/// and readers look at it only while holding the list's lock.
+/// Coroutines are kept in one of a few tables, chosen by address, each behind its own lock: a
+/// coroutine takes a lock only when it is created and when it finishes, never to suspend or
+/// resume, and launches on different threads rarely meet on the same lock. The tables hold no
+/// reference: a coroutine leaves its table when it finishes or, at the latest, in its `deinit`,
+/// and readers look at it only while holding the table's lock.
 enum CoroutineRegistry {
   private static let live = Atomic<Int>(0)
   private static let shards = (0..<16).map { _ in Shard() }
@@ -66,8 +66,6 @@ enum CoroutineRegistry {
 
   /// Called from `deinit`: a coroutine dropped without finishing must not stay in a list.
   static func coroutineDestroyed(_ coroutine: Coroutine) {
-    // Only the coroutine itself links and unlinks, so this check needs no lock.
-    guard coroutine.registryEntry.linked.load(ordering: .relaxed) else { return }
     unlink(coroutine)
   }
 
@@ -94,33 +92,14 @@ enum CoroutineRegistry {
 
   private static func link(_ coroutine: Coroutine) {
     let me = address(coroutine)
-    shards[shard(of: me)].head.withLock { head in
-      coroutine.registryEntry.previous.store(0, ordering: .relaxed)
-      coroutine.registryEntry.next.store(head, ordering: .relaxed)
-      if head != 0 {
-        withCoroutine(at: head) { $0.registryEntry.previous.store(me, ordering: .relaxed) }
-      }
-      head = me
-      coroutine.registryEntry.linked.store(true, ordering: .relaxed)
-    }
+    let slot = shards[shard(of: me)].slots.withLock { $0.insert(me) }
+    coroutine.registryEntry.slot.store(slot, ordering: .relaxed)
   }
 
   private static func unlink(_ coroutine: Coroutine) {
-    let me = address(coroutine)
-    shards[shard(of: me)].head.withLock { head in
-      guard coroutine.registryEntry.linked.load(ordering: .relaxed) else { return }
-      let previous = coroutine.registryEntry.previous.load(ordering: .relaxed)
-      let next = coroutine.registryEntry.next.load(ordering: .relaxed)
-      if previous != 0 {
-        withCoroutine(at: previous) { $0.registryEntry.next.store(next, ordering: .relaxed) }
-      } else {
-        head = next
-      }
-      if next != 0 {
-        withCoroutine(at: next) { $0.registryEntry.previous.store(previous, ordering: .relaxed) }
-      }
-      coroutine.registryEntry.linked.store(false, ordering: .relaxed)
-    }
+    let slot = coroutine.registryEntry.slot.exchange(-1, ordering: .relaxed)
+    guard slot >= 0 else { return }
+    shards[shard(of: address(coroutine))].slots.withLock { $0.remove(at: slot) }
   }
 
   /// A snapshot of every live coroutine. Each list is read under its lock; the stack depth is
@@ -129,13 +108,11 @@ enum CoroutineRegistry {
     var result: [CoroutineSnapshot] = []
     var fibers: [UInt] = []
     for shard in shards {
-      shard.head.withLock { head in
-        var cursor = head
-        while cursor != 0 {
-          cursor = withCoroutine(at: cursor) { coroutine in
-            result.append(CoroutineSnapshot(coroutine, identity: cursor))
+      shard.slots.withLock { slots in
+        for address in slots.addresses where address != 0 {
+          withCoroutine(at: address) { coroutine in
+            result.append(CoroutineSnapshot(coroutine, identity: address))
             fibers.append(coroutine.registryEntry.fiber.load(ordering: .relaxed))
-            return coroutine.registryEntry.next.load(ordering: .relaxed)
           }
         }
       }
@@ -148,22 +125,43 @@ enum CoroutineRegistry {
   }
 }
 
-/// One list of the registry: the address of its first coroutine, behind a lock.
+/// One part of the registry: a table of (scrambled) coroutine addresses, behind a lock. A
+/// coroutine takes a free slot and gives it back, so listing touches no other coroutine.
 private final class Shard: Sendable {
-  let head = Mutex<UInt>(0)
+  let slots = Mutex(Slots())
+}
+
+/// Addresses in slots, 0 for a free one, and the free slots to reuse first.
+private struct Slots {
+  var addresses: [UInt] = []
+  var free: [Int] = []
+
+  mutating func insert(_ address: UInt) -> Int {
+    if let slot = free.popLast() {
+      addresses[slot] = address
+      return slot
+    }
+    addresses.append(address)
+    return addresses.count - 1
+  }
+
+  mutating func remove(at slot: Int) {
+    addresses[slot] = 0
+    free.append(slot)
+  }
 }
 
 /// What the registry keeps inside each coroutine. Every field is atomic so it can be read by a
-/// dump or the watchdog on another thread; the links change only under the list's lock.
+/// dump or the watchdog on another thread.
 struct CoroutineRegistryEntry: ~Copyable {
   /// Switches into the coroutine so far. Only the thread switching in writes it, so a plain
   /// load and store suffice (no read-modify-write on the hot path).
   let switches = Atomic<UInt64>(0)
   /// The fiber the coroutine runs on (its address), 0 before it starts and once it finished.
   let fiber = Atomic<UInt>(0)
-  let next = Atomic<UInt>(0)
-  let previous = Atomic<UInt>(0)
-  let linked = Atomic<Bool>(false)
+  /// Where the registry keeps the coroutine, -1 once it has left. Only the coroutine itself
+  /// writes it (when created, and when it finishes or is destroyed).
+  let slot = Atomic<Int>(-1)
 
   /// Counts a switch into the coroutine; the watchdog sees a running coroutine whose count
   /// stands still.
