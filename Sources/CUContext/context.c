@@ -13,7 +13,7 @@ extern void swift_task_exitThreadLocalContext(char *state);
 
 typedef void (*switch_function)(ucontext_t *from, ucontext_t *to);
 
-static void switch_with_swapcontext(ucontext_t *from, ucontext_t *to) {
+CU_SWITCH_CODE static void switch_with_swapcontext(ucontext_t *from, ucontext_t *to) {
   if (swapcontext(from, to) != 0) abort();  // fails only for a corrupt context
 }
 
@@ -34,10 +34,12 @@ int cu_set_backend(int backend) {
 
 int cu_backend(void) { return current_backend; }
 
-static void trampoline(unsigned int high, unsigned int low) {
+CU_SWITCH_CODE static void trampoline(unsigned int high, unsigned int low) {
   cu_fiber *fiber = (cu_fiber *)(((uintptr_t)high << 32) | (uintptr_t)low);
+  cu_san_fiber_arrived(&fiber->sanitizer);
   fiber->entry(fiber->argument);
   if (fiber->shared != NULL) cu_shared_stack_leave(fiber);
+  cu_san_fiber_leaving(&fiber->sanitizer, 1);
   current_switch(&fiber->self, &fiber->resumer);
   abort();  // a finished fiber is prepared again before it is resumed again
 }
@@ -48,15 +50,25 @@ void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {
   fiber->argument = argument;
   fiber->exclusivity[0] = NULL;
   fiber->exclusivity[1] = NULL;
+  cu_san_fiber_prepared(&fiber->sanitizer);
   makecontext(&fiber->self, (void (*)(void))trampoline, 2, (unsigned int)(address >> 32),
               (unsigned int)(address & 0xffffffffu));
 }
 
 void cu_fiber_resume(cu_fiber *fiber) {
+  cu_sanitizer_resumer san;
+  cu_fiber *previous = cu_overflow_enter(fiber);
   if (fiber->shared != NULL) cu_shared_stack_acquire(fiber);
   swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
+  cu_san_resume_begin(&fiber->sanitizer, &san, fiber->self.uc_stack.ss_sp, fiber->stack_size);
   current_switch(&fiber->resumer, &fiber->self);
+  cu_san_resume_end(&san);
   swift_task_exitThreadLocalContext((char *)fiber->exclusivity);
+  cu_overflow_leave(previous);
 }
 
-void cu_fiber_suspend(cu_fiber *fiber) { current_switch(&fiber->self, &fiber->resumer); }
+void cu_fiber_suspend(cu_fiber *fiber) {
+  cu_san_fiber_leaving(&fiber->sanitizer, 0);
+  current_switch(&fiber->self, &fiber->resumer);
+  cu_san_fiber_arrived(&fiber->sanitizer);
+}

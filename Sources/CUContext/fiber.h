@@ -5,6 +5,7 @@
 #include <ucontext.h>
 
 #include "cucontext.h"
+#include "sanitizer.h"
 
 struct cu_fiber {
   ucontext_t self;             // where the fiber's registers rest while it is suspended
@@ -15,12 +16,32 @@ struct cu_fiber {
   void *mapping;               // start of the mmap'ed region (guard included)
   size_t mapping_size;
   size_t stack_size;
+  cu_sanitizer_fiber sanitizer;  // ASan/TSan bookkeeping; empty in plain builds
+  char name[64];                 // the coroutine's name for overflow reports (may be cut)
+  size_t requested_size;         // the stack size the coroutine asked for, for the same reports
   // Shared-stack mode (shared.c); all zero for a fiber with a stack of its own.
   struct cu_shared_stack *shared;  // the stack it runs on, or NULL
   void *saved;                     // its used stack bytes while another fiber has the stack
   size_t saved_size;               // bytes in `saved` waiting to be copied back (0: in place)
   size_t saved_capacity;           // bytes allocated for `saved`
 };
+
+// Overflow reports (overflow.c): the resumer marks the fiber as running on this thread (and
+// prepares the thread on its first resume), then restores what ran before. Inlined: the code
+// after a resume runs on the thread that called it, so reusing the thread-local's address
+// there is safe (unlike after a suspend, which may return on another thread).
+extern __thread cu_fiber *cu_running_fiber;
+extern __thread int cu_thread_prepared;
+void cu_prepare_thread(void);
+
+static inline cu_fiber *cu_overflow_enter(cu_fiber *fiber) {
+  if (__builtin_expect(!cu_thread_prepared, 0)) cu_prepare_thread();
+  cu_fiber *previous = cu_running_fiber;
+  cu_running_fiber = fiber;
+  return previous;
+}
+
+static inline void cu_overflow_leave(cu_fiber *previous) { cu_running_fiber = previous; }
 
 // Shared-stack mode, called by context.c around switches. `acquire` puts the fiber's saved bytes
 // back on its shared stack (first saving the previous occupant's) before it is resumed; `leave`

@@ -87,6 +87,8 @@ cu_fiber *cu_fiber_new_shared(cu_shared_stack *stack) {
   fiber->self.uc_link = NULL;
   fiber->stack_size = (size_t)(stack->top - stack->base);
   fiber->shared = stack;
+  fiber->mapping = stack->mapping;  // for overflow reports only: the guard starts here
+  cu_san_fiber_created(&fiber->sanitizer);
   return fiber;
 }
 

@@ -50,10 +50,12 @@ cu_fiber *cu_fiber_new(size_t stack_size, size_t guard_size) {
   fiber->self.uc_stack.ss_sp = (char *)mapping + guard;
   fiber->self.uc_stack.ss_size = fiber->stack_size;
   fiber->self.uc_link = NULL;
+  cu_san_fiber_created(&fiber->sanitizer);
   return fiber;
 }
 
 void cu_fiber_free(cu_fiber *fiber) {
+  cu_san_fiber_destroyed(&fiber->sanitizer);
   if (fiber->shared != NULL) {
     cu_shared_fiber_free(fiber);
     return;

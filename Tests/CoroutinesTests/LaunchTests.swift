@@ -41,9 +41,11 @@ import Testing
   }
 
   @Test func aTopLevelLaunchHasNoParent() throws {
-    let task = co_launch(on: CoroutineTestLoop()) { 1 }
+    let loop = CoroutineTestLoop()
+    let task = co_launch(on: loop) { 1 }
     #expect(task.coroutine.attachment === task)
     task.cancel()
+    loop.runUntilIdle()  // the cancelled coroutine finishes; nothing is left behind
   }
 
   @Test func theSharedStackSample() throws {

@@ -3,8 +3,9 @@ import Testing
 @testable import Coroutines
 
 /// Each test uses its own stack size, so the pool counts it reads belong to it alone even
-/// while other tests run in parallel.
-@Suite struct StackTests {
+/// while other tests run in parallel. They run one at a time among themselves: each ends by
+/// trimming the whole pool, which would skew the counts of another still counting.
+@Suite(.serialized) struct StackTests {
   @Test func aFinishedCoroutinesStackIsReused() throws {
     let size = 68 * 1024
     try CoroutineLoop.run {

@@ -59,8 +59,22 @@ void cu_fiber_resume(cu_fiber *_Nonnull fiber);
 /// Called on the fiber's own stack: switches back to whoever resumed it. Returns when resumed.
 void cu_fiber_suspend(cu_fiber *_Nonnull fiber);
 
+/// Labels the fiber for stack overflow reports with the name and requested stack size of the
+/// coroutine that runs on it next. NULL clears the name; the name is copied, and cut to 63 bytes.
+void cu_fiber_set_label(cu_fiber *_Nonnull fiber, const char *_Nullable name, size_t stack_size);
+
 /// Usable stack bytes of the fiber (after rounding).
 size_t cu_fiber_stack_size(const cu_fiber *_Nonnull fiber);
+
+/// Bytes of stack touched below `stack_top` (a fiber's address: its stack ends there), looking
+/// at most `stack_size` bytes down; page granularity. Asks the kernel which pages are resident,
+/// so it never reads the stack and returns 0 for an address that is no longer mapped. A pooled
+/// stack remembers the deepest use of every coroutine that ran on it.
+size_t cu_stack_high_water(const void *_Nonnull stack_top, size_t stack_size);
+
+/// Makes SIGQUIT write one byte to `write_fd` (a non-blocking pipe) instead of ending the
+/// process. Returns 0, or -1 with errno set.
+int cu_sigquit_notify(int write_fd);
 
 /// The system page size.
 size_t cu_page_size(void);

@@ -126,11 +126,13 @@ public func co_await<T>(on scheduler: any CoroutineScheduler, _ work: @escaping 
 }
 
 /// Suspends the coroutine for `seconds` on its scheduler's clock; never blocks the thread. A
-/// delay of zero or less still lets other jobs run first.
+/// delay of zero or less still lets other jobs run first. A NaN delay is a programming error
+/// and stops the program with a message.
 ///
 /// - Throws: `CancellationError` at once if the coroutine is cancelled while waiting;
 ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
 public func co_delay(_ seconds: Double) throws {
+  precondition(!seconds.isNaN, "co_delay(_:): the delay is NaN")
   let coroutine = try Coroutine.requireCurrent()
   if seconds <= 0 {
     // Nothing to wait for: just let the jobs already queued run, with no timer at all.

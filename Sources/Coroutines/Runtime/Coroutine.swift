@@ -44,6 +44,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   var attachment: AnyObject?
 
   private var fiber: OpaquePointer?
+  /// Links and counters of the live-coroutine registry (dumps, the stall watchdog).
+  let registryEntry = CoroutineRegistryEntry()
   private var exit = Exit.finish
   private var body: (() -> (() -> Void))?
   private var completion: (() -> Void)?
@@ -67,10 +69,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.state = Atomic(.created)
     self.body = body
     self.accounting = scheduler as? any CoroutineAccounting
-    CoroutineRegistry.coroutineCreated(accounting: accounting)
+    CoroutineRegistry.coroutineCreated(self, accounting: accounting)
   }
 
   deinit {
+    CoroutineRegistry.coroutineDestroyed(self)
     precondition(fiber == nil, "a coroutine was destroyed while its stack was in use")
   }
 
@@ -111,7 +114,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     if isCancelled {
       transition(.finish)
       body = nil
-      CoroutineRegistry.coroutineFinished(accounting: accounting)
+      CoroutineRegistry.coroutineFinished(self, accounting: accounting)
       fail(.cancelledBeforeStart)
       return
     }
@@ -119,10 +122,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       let fiber = try takeFiber()
       self.fiber = fiber
       cu_fiber_prepare(fiber, coroutineEntry, Unmanaged.passUnretained(self).toOpaque())
+      CoroutineRegistry.coroutineStarted(self, on: fiber)
     } catch {
       transition(.finish)
       body = nil
-      CoroutineRegistry.coroutineFinished(accounting: accounting)
+      CoroutineRegistry.coroutineFinished(self, accounting: accounting)
       fail(error)
       return
     }
@@ -163,6 +167,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       let fiber = try takeFiber()
       self.fiber = fiber
       cu_fiber_prepare(fiber, coroutineEntry, Unmanaged.passUnretained(self).toOpaque())
+      CoroutineRegistry.coroutineStarted(self, on: fiber)
       transition(.start)
     } else {
       transition(.resume)
@@ -187,6 +192,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   private func switchIn() -> Exit {
     let previous = cu_tls_current_coroutine()
     cu_tls_set_current_coroutine(Unmanaged.passUnretained(self).toOpaque())
+    registryEntry.noteSwitchIn()
     cu_fiber_resume(fiber!)
     cu_tls_set_current_coroutine(previous)
     // Read once: after parking, another thread may resume the coroutine and change `exit`.
@@ -207,7 +213,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       fiber = nil
       let publish = completion
       completion = nil
-      CoroutineRegistry.coroutineFinished(accounting: accounting)
+      CoroutineRegistry.coroutineFinished(self, accounting: accounting)
       publish?()
     case .handBack:
       transition(.reschedule)  // ready to be run inline again; nothing is enqueued

@@ -1,3 +1,4 @@
+import CUContext
 import Synchronization
 
 /// A scheduler that wants to know how many coroutines belong to it (a loop that runs until
@@ -7,10 +8,17 @@ protocol CoroutineAccounting: AnyObject {
   func coroutineFinished()
 }
 
-/// Process-wide counts of coroutines, kept with atomics because tests and schedulers run on
-/// many threads at once.
+/// Every live coroutine (created and not yet finished), for counts, dumps and the stall
+/// watchdog.
+///
+/// Coroutines are kept in one of a few tables, chosen by address, each behind its own lock: a
+/// coroutine takes a lock only when it is created and when it finishes, never to suspend or
+/// resume, and launches on different threads rarely meet on the same lock. The tables hold no
+/// reference: a coroutine leaves its table when it finishes or, at the latest, in its `deinit`,
+/// and readers look at it only while holding the table's lock.
 enum CoroutineRegistry {
   private static let live = Atomic<Int>(0)
+  private static let shards = (0..<16).map { _ in Shard() }
 
   static var liveCount: Int { live.load(ordering: .relaxed) }
 
@@ -32,6 +40,134 @@ enum CoroutineRegistry {
   static func coroutineFinished(accounting: (any CoroutineAccounting)?) {
     live.subtract(1, ordering: .relaxed)
     accounting?.coroutineFinished()
+  }
+
+  /// A coroutine was created: it is counted and listed.
+  static func coroutineCreated(_ coroutine: Coroutine, accounting: (any CoroutineAccounting)?) {
+    link(coroutine)
+    coroutineCreated(accounting: accounting)
+  }
+
+  /// The coroutine is about to run on `fiber` for the first time: the fiber learns its name,
+  /// so a stack overflow report can say whose stack it was and how large it was meant to be.
+  static func coroutineStarted(_ coroutine: Coroutine, on fiber: OpaquePointer) {
+    cu_fiber_set_label(fiber, coroutine.name, coroutine.stackSize)
+    // A shared stack's depth is not the coroutine's own: only dedicated stacks are measured.
+    guard !coroutine.usesSharedStack else { return }
+    coroutine.registryEntry.fiber.store(UInt(bitPattern: fiber), ordering: .relaxed)
+  }
+
+  /// A coroutine finished (or will never run): it leaves the count and the list.
+  static func coroutineFinished(_ coroutine: Coroutine, accounting: (any CoroutineAccounting)?) {
+    coroutine.registryEntry.fiber.store(0, ordering: .relaxed)
+    unlink(coroutine)
+    coroutineFinished(accounting: accounting)
+  }
+
+  /// Called from `deinit`: a coroutine dropped without finishing must not stay in a list.
+  static func coroutineDestroyed(_ coroutine: Coroutine) {
+    unlink(coroutine)
+  }
+
+  // MARK: The lists
+
+  /// The lists store addresses scrambled, so leak checkers (LeakSanitizer) do not take them
+  /// for references: a coroutine that nothing else can reach is still reported as leaked.
+  private static let scramble: UInt = 0xA5A5_0000_0000_5A5A
+
+  private static func address(_ coroutine: Coroutine) -> UInt {
+    UInt(bitPattern: Unmanaged.passUnretained(coroutine).toOpaque()) ^ scramble
+  }
+
+  private static func shard(of address: UInt) -> Int {
+    Int(truncatingIfNeeded: ((address >> 4) &* 0x9E37_79B9_7F4A_7C15) >> 60)
+  }
+
+  /// Runs `body` on the coroutine at (scrambled) `address` without retaining it (it may be in `deinit`,
+  /// waiting for the lock the caller holds).
+  private static func withCoroutine<R>(at address: UInt, _ body: (Coroutine) -> R) -> R {
+    Unmanaged<Coroutine>.fromOpaque(UnsafeRawPointer(bitPattern: address ^ scramble)!)
+      ._withUnsafeGuaranteedRef(body)
+  }
+
+  private static func link(_ coroutine: Coroutine) {
+    let me = address(coroutine)
+    let slot = shards[shard(of: me)].slots.withLock { $0.insert(me) }
+    coroutine.registryEntry.slot.store(slot, ordering: .relaxed)
+  }
+
+  private static func unlink(_ coroutine: Coroutine) {
+    let slot = coroutine.registryEntry.slot.exchange(-1, ordering: .relaxed)
+    guard slot >= 0 else { return }
+    shards[shard(of: address(coroutine))].slots.withLock { $0.remove(at: slot) }
+  }
+
+  /// A snapshot of every live coroutine. Each list is read under its lock; the stack depth is
+  /// asked of the kernel afterwards, from addresses only.
+  static func snapshots() -> [CoroutineSnapshot] {
+    var result: [CoroutineSnapshot] = []
+    var fibers: [UInt] = []
+    for shard in shards {
+      shard.slots.withLock { slots in
+        for address in slots.addresses where address != 0 {
+          withCoroutine(at: address) { coroutine in
+            result.append(CoroutineSnapshot(coroutine, identity: address))
+            fibers.append(coroutine.registryEntry.fiber.load(ordering: .relaxed))
+          }
+        }
+      }
+    }
+    for index in result.indices where fibers[index] != 0 {
+      let top = UnsafeRawPointer(bitPattern: fibers[index])!
+      result[index].stackUsed = cu_stack_high_water(top, result[index].stackSize)
+    }
+    return result
+  }
+}
+
+/// One part of the registry: a table of (scrambled) coroutine addresses, behind a lock. A
+/// coroutine takes a free slot and gives it back, so listing touches no other coroutine.
+private final class Shard: Sendable {
+  let slots = Mutex(Slots())
+}
+
+/// Addresses in slots, 0 for a free one, and the free slots to reuse first.
+private struct Slots {
+  var addresses: [UInt] = []
+  var free: [Int] = []
+
+  mutating func insert(_ address: UInt) -> Int {
+    if let slot = free.popLast() {
+      addresses[slot] = address
+      return slot
+    }
+    addresses.append(address)
+    return addresses.count - 1
+  }
+
+  mutating func remove(at slot: Int) {
+    addresses[slot] = 0
+    free.append(slot)
+  }
+}
+
+/// What the registry keeps inside each coroutine. Every field is atomic so it can be read by a
+/// dump or the watchdog on another thread.
+struct CoroutineRegistryEntry: ~Copyable {
+  /// Switches into the coroutine so far. Only the thread switching in writes it, so a plain
+  /// load and store suffice (no read-modify-write on the hot path).
+  let switches = Atomic<UInt64>(0)
+  /// The fiber the coroutine runs on (its address), 0 before it starts and once it finished.
+  let fiber = Atomic<UInt>(0)
+  /// Where the registry keeps the coroutine, -1 once it has left. Only the coroutine itself
+  /// writes it (when created, and when it finishes or is destroyed).
+  let slot = Atomic<Int>(-1)
+
+  /// Counts a switch into the coroutine; the watchdog sees a running coroutine whose count
+  /// stands still.
+  @inline(__always)
+  func noteSwitchIn() {
+    switches.store(switches.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
   }
 }
 

@@ -134,6 +134,11 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   var mappedCount: Int { mutex.withLock { _ in mappedTotal } }
   /// Pooled fibers of one size.
   func pooledCount(size: Int) -> Int { mutex.withLock { _ in free[size]?.count ?? 0 } }
+  /// Fibers of one size in use by live coroutines (mapped and not pooled), read at one moment
+  /// so that a concurrent trim cannot skew it.
+  func inUseCount(size: Int) -> Int {
+    mutex.withLock { _ in (mappedBySize[size] ?? 0) - (free[size]?.count ?? 0) }
+  }
   /// Mapped fibers of one size (in use or pooled).
   func mappedCount(size: Int) -> Int { mutex.withLock { _ in mappedBySize[size] ?? 0 } }
 }
