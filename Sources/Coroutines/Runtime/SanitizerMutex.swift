@@ -12,10 +12,12 @@
   /// The value lives behind a pointer rather than in a stored property: Swift reports its own
   /// access to a zero-sized property (`Mutex<Void>`) at the object's address, which TSan then
   /// confuses with the unlocked read of the object's header.
+  @usableFromInline
   package final class Mutex<Value: ~Copyable>: @unchecked Sendable {  // `value` only under `mutex`
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let value = UnsafeMutablePointer<Value>.allocate(capacity: 1)
 
+    @usableFromInline
     package init(_ initialValue: consuming sending Value) {
       value.initialize(to: initialValue)
       pthread_mutex_init(mutex, nil)
@@ -28,6 +30,7 @@
       value.deallocate()
     }
 
+    @usableFromInline
     package func withLock<Result: ~Copyable, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
@@ -36,6 +39,7 @@
       return try body(&value.pointee)
     }
 
+    @usableFromInline
     package func withLockIfAvailable<Result: ~Copyable, E: Error>(
       _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result? {
