@@ -42,13 +42,14 @@ import Testing
   @Test func delayedCoroutinesAndTimersWakeInDeadlineOrder() throws {
     let log = Log()
     try CoroutineLoop.run {
-      for (index, delay) in [0.03, 0.01, 0.02].enumerated() {
+      for (index, delay) in [0.06, 0.02, 0.04].enumerated() {
         co_launch {
           try co_delay(delay)  // a sleep in the loop's timer heap
           log.append(index)
         }
       }
-      _ = CoroutineLoop.current!.schedule(after: 0.015) { log.append(9) }  // a timer job among them
+      try co_delay(0)  // every sleeper has started and armed its deadline (gaps: 10 ms or more)
+      _ = CoroutineLoop.current!.schedule(after: 0.03) { log.append(9) }  // a timer job among them
     }
     #expect(log.values == [1, 9, 2, 0])
   }
