@@ -54,12 +54,13 @@ public func co_sequence<T>(
 /// What a generator's body calls to hand over a value: `try yield(value)`.
 public struct CoYield<T>: Sendable {
   let engine: any GeneratorEngine<T>
-  /// The engine when it is inline: called directly, so that the caller's module specialises it.
-  @usableFromInline let inline: InlineGenerator<T>?
+  /// The engine when it is inline: called directly, so that the caller's module specialises
+  /// it, and without a retain per call (`engine` keeps it alive).
+  @usableFromInline let inline: Unmanaged<InlineGenerator<T>>?
 
   init(engine: any GeneratorEngine<T>) {
     self.engine = engine
-    self.inline = engine as? InlineGenerator<T>
+    self.inline = (engine as? InlineGenerator<T>).map { Unmanaged.passUnretained($0) }
   }
 
   /// Hands `value` to the consumer and waits until it asks for the next one.
@@ -69,7 +70,7 @@ public struct CoYield<T>: Sendable {
   ///   anywhere but in the generator's own body.
   @inlinable
   public func callAsFunction(_ value: T) throws {
-    if let inline { return try inline.yield(value) }
+    if let inline { return try inline._withUnsafeGuaranteedRef { try $0.yield(value) } }
     try yieldToEngine(value)
   }
 
@@ -86,12 +87,13 @@ public struct CoYield<T>: Sendable {
 public final class CoGenerator<T>: Sequence, IteratorProtocol, @unchecked Sendable {
   // @unchecked: all state is in the engine, which synchronises it.
   let engine: any GeneratorEngine<T>
-  /// The engine when it is inline: called directly, so that the caller's module specialises it.
-  @usableFromInline let inline: InlineGenerator<T>?
+  /// The engine when it is inline: called directly, so that the caller's module specialises
+  /// it, and without a retain per call (`engine` keeps it alive).
+  @usableFromInline let inline: Unmanaged<InlineGenerator<T>>?
 
   init(engine: any GeneratorEngine<T>) {
     self.engine = engine
-    self.inline = engine as? InlineGenerator<T>
+    self.inline = (engine as? InlineGenerator<T>).map { Unmanaged.passUnretained($0) }
   }
 
   deinit {
@@ -105,7 +107,7 @@ public final class CoGenerator<T>: Sequence, IteratorProtocol, @unchecked Sendab
   /// cancelled too and this returns nil (``nextOrThrow()`` throws `CancellationError`).
   @inlinable
   public func next() -> T? {
-    if let inline { return try? inline.next() }
+    if let inline { return try? inline._withUnsafeGuaranteedRef { try $0.next() } }
     return try? engineNext()
   }
 
@@ -115,7 +117,7 @@ public final class CoGenerator<T>: Sequence, IteratorProtocol, @unchecked Sendab
   ///   if the consuming coroutine was cancelled while waiting (the generator is then cancelled).
   @inlinable
   public func nextOrThrow() throws -> T? {
-    if let inline { return try inline.next() }
+    if let inline { return try inline._withUnsafeGuaranteedRef { try $0.next() } }
     return try engineNext()
   }
 

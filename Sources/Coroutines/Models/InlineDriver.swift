@@ -1,3 +1,4 @@
+import CUContext
 import Dispatch
 import Synchronization
 
@@ -27,17 +28,26 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   private var jobs: [Job] = []
   private var waiter: CoroutineResumer<Void>?
   private var blocked = false
-  private var active = false
   private var target: any CoroutineScheduler = CoroutineLoop.main
   private var clock: (any CoroutineScheduler)?
+  /// What `target` and `clock` were worked out for: the consumer's identity (its coroutine and
+  /// how often it has changed scheduler, or the loop of a plain thread). Only the driving
+  /// thread reads or writes these; `keyOwner` keeps the object alive so its address cannot be
+  /// reused by another consumer while the key remembers it.
+  @exclusivity(unchecked) private var key: (UnsafeMutableRawPointer?, UInt) = (nil, 0)
+  @exclusivity(unchecked) private var keyOwner: AnyObject?
 
   /// Keeps time for producers consumed by plain code. A queue of its own (not a global one)
   /// gets a thread even when every global worker is blocked, as consumers in plain code are.
   private static let plainClock = DispatchQueue(label: "coroutines.generator.clock")
 
   /// Set while a thread drives the producer (a consumer's `next()`, or `cancel()`): the cheap
-  /// check that an inline generator's calls never overlap, which is its contract.
+  /// check that an inline generator's calls never overlap, which is its contract. While it is
+  /// set, jobs queue for the driving thread; while it is clear, they go to `target`.
   private let driving = Atomic<Bool>(false)
+  /// True while `jobs` may hold something: set under `lock` by `schedule`, read without it by
+  /// `endDriving`, so that a `next()` whose producer only yields takes no lock at all.
+  private let hasJobs = Atomic<Bool>(false)
   /// The address of the producer coroutine while it exists, for `yield`'s check that it runs
   /// in its own body (atomic: a misused `yield` may call from any thread).
   private let producerBits = Atomic<UInt>(0)
@@ -62,58 +72,79 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   /// Claims the generator for the calling thread unless someone drives it already.
   @usableFromInline
   func tryBeginDriving() -> Bool {
-    guard !driving.exchange(true, ordering: .acquiringAndReleasing) else { return false }
-    begin(target: defaultScheduler(), clock: Coroutine.current?.scheduler)
+    // Sequentially consistent, with `hasJobs` in `schedule` and `endDriving`: of a job queued
+    // and a driver leaving, at least one side sees the other, so no job is stranded.
+    guard
+      driving.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent)
+        .exchanged
+    else { return false }
+    refreshTarget()
     return true
   }
 
   /// Ends `beginDriving(in:)` or a successful `tryBeginDriving()`.
   @usableFromInline
   func endDriving() {
-    end()
-    driving.store(false, ordering: .releasing)
+    driving.store(false, ordering: .sequentiallyConsistent)
+    if hasJobs.load(ordering: .sequentiallyConsistent) { forwardLeftoverJobs() }
   }
 
   /// Runs the producer inline until it yields, suspends or finishes; the error if no stack
-  /// could be mapped for it.
+  /// could be mapped for it. The generator keeps the producer alive.
   @usableFromInline
-  func runInline(_ producer: Coroutine) -> CoroutineError? {
-    do {
-      _ = try producer.runInline()
-      return nil
-    } catch {
-      return error
+  func runInline(_ producer: Unmanaged<Coroutine>) -> CoroutineError? {
+    producer._withUnsafeGuaranteedRef { coroutine -> CoroutineError? in
+      do throws(CoroutineError) {
+        _ = try coroutine.runInline()
+        return nil
+      } catch {
+        return error
+      }
     }
   }
 
   /// The calling coroutine if it is the producer running in its own body (not a coroutine it
-  /// launched, nor away in `co_await(on:)`); nil otherwise.
+  /// launched, nor away in `co_await(on:)`); nil otherwise. Unretained: the producer is
+  /// running, and its generator keeps it alive.
   @usableFromInline
-  func currentProducer() -> Coroutine? {
-    guard let current = Coroutine.current,
-      UInt(bitPattern: Unmanaged.passUnretained(current).toOpaque())
-        == producerBits.load(ordering: .relaxed),
-      current.scheduler === self
+  func currentProducer() -> Unmanaged<Coroutine>? {
+    guard let current = Coroutine.currentUnretained,
+      UInt(bitPattern: current.toOpaque()) == producerBits.load(ordering: .relaxed),
+      current._withUnsafeGuaranteedRef({ !$0.isAway })
     else { return nil }
     return current
   }
 
-  /// Switches from the producer back to the driving `next()`.
+  /// Throws `CancellationError` if the producer has been cancelled.
   @usableFromInline
-  func handBack(_ producer: Coroutine) {
-    producer.handBack()
+  func checkCancelled(_ producer: Unmanaged<Coroutine>) throws(CancellationError) {
+    if producer._withUnsafeGuaranteedRef({ $0.isCancelled }) { throw CancellationError() }
+  }
+
+  /// Switches from the producer back to the driving `next()`; throws `CancellationError` if
+  /// the producer was cancelled by the time it is resumed.
+  @usableFromInline
+  func handBack(_ producer: Unmanaged<Coroutine>) throws(CancellationError) {
+    let cancelled = producer._withUnsafeGuaranteedRef { coroutine in
+      coroutine.handBack()
+      return coroutine.isCancelled
+    }
+    if cancelled { throw CancellationError() }
   }
 
   @usableFromInline
   func schedule(_ job: @escaping Job) {
     lock.lock()
-    guard active else {
-      let target = self.target
+    jobs.append(job)
+    hasJobs.store(true, ordering: .sequentiallyConsistent)
+    guard driving.load(ordering: .sequentiallyConsistent) else {
+      // Nobody drives (or the driver is leaving): the job goes where the consumer would
+      // launch it, with any others left behind.
+      let (left, target) = takeJobs()
       lock.unlock()
-      target.schedule(job)
+      for job in left { target.schedule(job) }
       return
     }
-    jobs.append(job)
     let waiter = self.waiter
     self.waiter = nil
     if blocked { lock.signal() }
@@ -127,25 +158,63 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
     return clock.schedule(after: seconds) { [self] in schedule(job) }
   }
 
-  /// A consumer starts driving: jobs queue for it. `target` receives jobs when nobody drives;
-  /// `clock` (the consuming coroutine's scheduler, if any) keeps time for the producer.
-  func begin(target: any CoroutineScheduler, clock: (any CoroutineScheduler)?) {
-    lock.withLock {
-      active = true
-      self.target = target
-      self.clock = clock
+  /// Works out where jobs go when nobody drives (`target`: where the consumer launches) and
+  /// whose clock the producer's timers use (`clock`: the consuming coroutine's scheduler), when
+  /// the consumer is not the one they were worked out for last time. Called by the new driver.
+  private func refreshTarget() {
+    if let consumer = Coroutine.currentUnretained {
+      let newKey = (consumer.toOpaque(), consumer._withUnsafeGuaranteedRef { $0.schedulerChanges })
+      guard newKey != key else { return }
+      let coroutine = consumer.takeUnretainedValue()
+      key = newKey
+      keyOwner = coroutine
+      let (home, scheduler) = (coroutine.home, coroutine.scheduler)
+      lock.withLock {
+        target = home
+        clock = scheduler
+      }
+    } else {
+      // A plain thread launches on the loop it runs (a CoroutineLoop or a test loop), else on
+      // the main loop; `nil` stands for the main loop, which lives for ever.
+      let loop = cu_tls_current_loop() ?? CoroutineTestLoop.currentPointer
+      guard key != (loop, 0) else { return }
+      let plainTarget: any CoroutineScheduler & AnyObject
+      if let loop = CoroutineLoop.current {
+        plainTarget = loop
+      } else if let testLoop = CoroutineTestLoop.current {
+        plainTarget = testLoop
+      } else {
+        plainTarget = CoroutineLoop.main
+      }
+      key = (loop, 0)
+      keyOwner = loop == nil ? nil : plainTarget
+      lock.withLock {
+        target = plainTarget
+        clock = nil
+      }
     }
   }
 
-  /// The consumer stops driving; jobs left (none of them the producer's) go to `target`.
-  func end() {
-    let (left, target) = lock.withLock { () -> ([Job], any CoroutineScheduler) in
-      active = false
-      let left = jobs
-      jobs = []
-      return (left, self.target)
+  /// The driver left with jobs queued (none of them the producer's: it only queues while it
+  /// is parked, and a `next()` does not return while it is): they go to `target`. Unless a
+  /// new driver has already come, whose `next()` will run or forward them.
+  private func forwardLeftoverJobs() {
+    lock.lock()
+    guard !driving.load(ordering: .sequentiallyConsistent) else {
+      lock.unlock()
+      return
     }
+    let (left, target) = takeJobs()
+    lock.unlock()
     for job in left { target.schedule(job) }
+  }
+
+  /// Empties `jobs`; called with `lock` held.
+  private func takeJobs() -> ([Job], any CoroutineScheduler) {
+    let left = jobs
+    jobs = []
+    hasJobs.store(false, ordering: .sequentiallyConsistent)
+    return (left, target)
   }
 
   /// Suspends the consuming coroutine until a job is queued; false if it was cancelled (before
@@ -186,10 +255,7 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   /// Runs every queued job, in order, on the calling thread.
   @usableFromInline
   func runJobs() {
-    let batch = lock.withLock { () -> [Job] in
-      defer { jobs = [] }
-      return jobs
-    }
+    let batch = lock.withLock { takeJobs().0 }
     for job in batch { job() }
   }
 }

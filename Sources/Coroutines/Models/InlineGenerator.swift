@@ -38,9 +38,9 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
   @usableFromInline let driver = InlineDriver()
   /// The producer, for `cancel()` from any thread.
   private let producer = Mutex<Coroutine?>(nil)
-  /// The producer, for the driving thread: the same reference as `producer`, read without
-  /// the mutex on every `next()` and `yield`.
-  @usableFromInline @exclusivity(unchecked) var running: Coroutine?
+  /// The producer, for the driving thread: the same coroutine as `producer`, which keeps it
+  /// alive, read without the mutex and without a retain on every `next()`.
+  @usableFromInline @exclusivity(unchecked) var running: Unmanaged<Coroutine>?
   @usableFromInline @exclusivity(unchecked) var phase = Phase.notStarted
   @usableFromInline @exclusivity(unchecked) var recordedFailure: (any Error)?
   @usableFromInline let cancelRequested = Atomic<Bool>(false)
@@ -147,7 +147,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
     case .finished:
       return
     case .running, .yielded, .waitingInYield:
-      running?.cancel()
+      running?.takeUnretainedValue().cancel()
     }
     while true {
       switch phase {
@@ -178,7 +178,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
       return { [self] in finish(with: outcome.failure) }
     }
     producer.withLock { $0 = coroutine }
-    running = coroutine
+    running = Unmanaged.passUnretained(coroutine)
     driver.producerAddress = Unmanaged.passUnretained(coroutine).toOpaque()
     runProducer()
   }
@@ -193,7 +193,8 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
   /// No stack could be mapped: the body never ran. Retires the coroutine through its
   /// scheduler, which ends it without running it because it is cancelled.
   @usableFromInline
-  func producerFailedToStart(_ coroutine: Coroutine, _ error: CoroutineError) {
+  func producerFailedToStart(_ producer: Unmanaged<Coroutine>, _ error: CoroutineError) {
+    let coroutine = producer.takeUnretainedValue()
     coroutine.cancel()
     coroutine.launch { _ in }
     driver.runJobs()
@@ -223,13 +224,12 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   @inlinable
   func yield(_ value: T) throws {
-    guard let current = driver.currentProducer() else {
+    guard let producer = driver.currentProducer() else {
       throw CoroutineError.yieldOutsideGenerator
     }
-    if current.isCancelled { throw CancellationError() }
+    try driver.checkCancelled(producer)
     phase = .yielded(value)
-    driver.handBack(current)
-    if current.isCancelled { throw CancellationError() }
+    try driver.handBack(producer)
   }
 }
 

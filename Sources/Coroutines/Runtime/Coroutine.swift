@@ -24,8 +24,17 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   let home: any CoroutineScheduler
   /// Where the coroutine resumes now: `home`, except while it hops for `co_await(on:)`.
   private(set) var scheduler: any CoroutineScheduler {
-    didSet { loop = scheduler as? CoroutineLoop }
+    didSet {
+      loop = scheduler as? CoroutineLoop
+      schedulerChanges &+= 1
+      isAway = (scheduler as AnyObject) !== (home as AnyObject)
+    }
   }
+  /// True while the coroutine runs on another scheduler than its own (`co_await(on:)`).
+  private(set) var isAway = false
+  /// How many times `scheduler` has changed: with the coroutine's address, a cheap key for
+  /// what was worked out from its scheduler (see InlineDriver).
+  private(set) var schedulerChanges: UInt = 0
   private var loop: CoroutineLoop?
   /// Set by the loop when a `co_delay` sleep reaches its deadline, before it wakes the
   /// coroutine; a sleep woken without it was cancelled.
@@ -52,7 +61,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   /// Creates a coroutine that runs `body` on `scheduler`; nothing runs until `start()`.
   /// `body` returns the closure that publishes its outcome, called once the coroutine is off
-  /// its stack; `abandon` publishes an error instead when the body never runs.
+  /// its stack.
   @usableFromInline
   init(
     scheduler: any CoroutineScheduler, name: String?, stackSize: Int, sharedStack: Bool = false,
@@ -82,6 +91,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   static var current: Coroutine? {
     guard let pointer = cu_tls_current_coroutine() else { return nil }
     return Unmanaged<Coroutine>.fromOpaque(pointer).takeUnretainedValue()
+  }
+
+  /// The coroutine running on this thread, if any, without a retain: for hot paths that only
+  /// compare it or use it while it certainly runs.
+  static var currentUnretained: Unmanaged<Coroutine>? {
+    guard let pointer = cu_tls_current_coroutine() else { return nil }
+    return Unmanaged<Coroutine>.fromOpaque(pointer)
   }
 
   /// The current coroutine, or `CoroutineError.notInCoroutine`.
@@ -348,16 +364,21 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// Applies `event`; an illegal event is a bug in the runtime and stops the process.
+  ///
+  /// A plain store, not a compare-and-swap: only the thread driving the coroutine applies these
+  /// events, and no waker can change the state meanwhile. A waker changes it only after
+  /// claiming an armed wait, and every event here happens with no wait armed, or after the
+  /// waker's own change (the `.park` of a coroutine woken early). The one transition that
+  /// races with wakers, running → suspended, is the compare-and-swap in `switchIn`.
   private func transition(_ event: CoroutineState.Event) {
     let current = state.load(ordering: .acquiring)
-    do {
-      let next = try current.applying(event)
-      guard compareAndSwap(current, next) else {
-        preconditionFailure("coroutine state changed under \(event) from \(current)")
-      }
-    } catch {
-      preconditionFailure("coroutine \(name ?? "(unnamed)"): \(error)")
-    }
+    guard let next = current.after(event) else { illegal(event, from: current) }
+    state.store(next, ordering: .releasing)
+  }
+
+  private func illegal(_ event: CoroutineState.Event, from state: CoroutineState) -> Never {
+    preconditionFailure(
+      "coroutine \(name ?? "(unnamed)"): \(IllegalCoroutineTransition(state: state, event: event))")
   }
 }
 

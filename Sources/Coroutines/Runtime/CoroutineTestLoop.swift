@@ -49,6 +49,9 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
     state = Mutex(State(random: seed.map(SplitMix64.init(seed:))))
   }
 
+  /// The address of `current`, for comparing without a retain.
+  static var currentPointer: UnsafeMutableRawPointer? { pthread_getspecific(currentTestLoopKey) }
+
   /// The loop being driven on the calling thread, inside ``runUntilIdle()`` or
   /// ``advance(by:)``; coroutines launched there without a scheduler default to it.
   static var current: CoroutineTestLoop? {
