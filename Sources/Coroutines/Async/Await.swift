@@ -133,14 +133,19 @@ public func co_await<T>(on scheduler: any CoroutineScheduler, _ work: @escaping 
 ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
 public func co_delay(_ seconds: Double) throws {
   precondition(!seconds.isNaN, "co_delay(_:): the delay is NaN")
-  let coroutine = try Coroutine.requireCurrent()
   if seconds <= 0 {
     // Nothing to wait for: just let the jobs already queued run, with no timer at all.
-    if coroutine.isCancelled { throw CancellationError() }
-    coroutine.yieldToScheduler()
-    if coroutine.isCancelled { throw CancellationError() }
+    // Unretained: whoever resumed the running coroutine holds it until it switches back.
+    guard let running = Coroutine.currentUnretained else { throw CoroutineError.notInCoroutine }
+    let cancelled = running._withUnsafeGuaranteedRef { coroutine in
+      if coroutine.isCancelled { return true }
+      coroutine.yieldToScheduler()
+      return coroutine.isCancelled
+    }
+    if cancelled { throw CancellationError() }
     return
   }
+  let coroutine = try Coroutine.requireCurrent()
   if let loop = coroutine.currentLoop, loop.isCurrent {
     try coroutine.sleep(
       on: loop, nanoseconds: nanoseconds(fromSeconds: seconds, in: "co_delay(_:)"))

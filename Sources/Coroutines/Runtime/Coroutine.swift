@@ -25,7 +25,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Where the coroutine resumes now: `home`, except while it hops for `co_await(on:)`.
   private(set) var scheduler: any CoroutineScheduler {
     didSet {
-      loop = scheduler as? CoroutineLoop
+      loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
       schedulerChanges &+= 1
       isAway = (scheduler as AnyObject) !== (home as AnyObject)
     }
@@ -35,7 +35,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// How many times `scheduler` has changed: with the coroutine's address, a cheap key for
   /// what was worked out from its scheduler (see InlineDriver).
   private(set) var schedulerChanges: UInt = 0
-  private var loop: CoroutineLoop?
+  /// `scheduler` when it is a loop, unretained (`scheduler` keeps it alive): enqueueing a
+  /// resumption then costs no retain.
+  private var loop: Unmanaged<CoroutineLoop>?
   /// Set by the loop when a `co_delay` sleep reaches its deadline, before it wakes the
   /// coroutine; a sleep woken without it was cancelled.
   private var sleepRang = false
@@ -74,7 +76,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.usesSharedStack = sharedStack
     self.home = scheduler
     self.scheduler = scheduler
-    self.loop = scheduler as? CoroutineLoop
+    self.loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
     self.state = Atomic(.created)
     self.body = body
     self.accounting = scheduler as? any CoroutineAccounting
@@ -153,7 +155,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// A fiber for the coroutine: from the stack pool, or bound to one of its loop's shared stacks.
   private func takeFiber() throws(CoroutineError) -> OpaquePointer {
     guard usesSharedStack else { return try StackPool.shared.take(size: stackSize) }
-    let stack = try loop!.sharedStacks.stack(size: stackSize)
+    let stack = try loop!.takeUnretainedValue().sharedStacks.stack(size: stackSize)
     guard let fiber = cu_fiber_new_shared(stack) else {
       throw .stackAllocationFailed(size: stackSize, errno: ENOMEM)
     }
@@ -198,7 +200,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   private func enqueueResume() {
     if let loop {
-      loop.enqueue(self)
+      loop._withUnsafeGuaranteedRef { $0.enqueue(self) }
     } else {
       scheduler.schedule { self.resume() }
     }
@@ -274,7 +276,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// The loop the coroutine resumes on, when that is a ``CoroutineLoop``.
-  var currentLoop: CoroutineLoop? { loop }
+  var currentLoop: CoroutineLoop? { loop?.takeUnretainedValue() }
 
   /// Sleeps `delay` nanoseconds in `loop`'s timer heap without allocating: the loop wakes the
   /// coroutine itself. Must run on this coroutine's stack, on the loop's thread.

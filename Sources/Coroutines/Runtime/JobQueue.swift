@@ -13,26 +13,41 @@ enum LoopJob {
 
 /// A FIFO ring buffer that grows by doubling and never shrinks below what it once held, so a
 /// loop in steady state allocates nothing per job.
-struct JobQueue {
-  private var storage: [LoopJob?] = Array(repeating: nil, count: 16)
+///
+/// Raw storage rather than an array: jobs are moved in and out of their slots (a copy costs a
+/// retain now and a release later), and no uniqueness check or optional wrapper is paid per
+/// job. Noncopyable, because it owns that storage.
+struct JobQueue: ~Copyable {
+  private var storage: UnsafeMutablePointer<LoopJob>
+  private var capacity: Int
   private var head = 0
   private(set) var count = 0
 
+  init() {
+    capacity = 16
+    storage = .allocate(capacity: capacity)
+  }
+
+  deinit {
+    for offset in 0..<count { (storage + slot(offset)).deinitialize(count: 1) }
+    storage.deallocate()
+  }
+
   var isEmpty: Bool { count == 0 }
 
-  /// `consuming`, and `take()` below, move jobs in and out of the ring instead of copying
-  /// them: a copy costs a retain now and a release when the slot is cleared.
+  private func slot(_ offset: Int) -> Int { (head &+ offset) & (capacity &- 1) }
+
   mutating func append(_ job: consuming LoopJob) {
-    if count == storage.count { grow() }
-    storage[(head + count) & (storage.count - 1)] = job
-    count += 1
+    if count == capacity { grow() }
+    (storage + slot(count)).initialize(to: job)
+    count &+= 1
   }
 
   mutating func popFirst() -> LoopJob? {
     guard count > 0 else { return nil }
-    let job = storage[head].take()
-    head = (head + 1) & (storage.count - 1)
-    count -= 1
+    let job = (storage + head).move()
+    head = (head &+ 1) & (capacity &- 1)
+    count &-= 1
     return job
   }
 
@@ -42,9 +57,13 @@ struct JobQueue {
   }
 
   private mutating func grow() {
-    var bigger: [LoopJob?] = Array(repeating: nil, count: storage.count * 2)
-    for index in 0..<count { bigger[index] = storage[(head + index) & (storage.count - 1)] }
+    let bigger = UnsafeMutablePointer<LoopJob>.allocate(capacity: capacity * 2)
+    for offset in 0..<count {
+      (bigger + offset).moveInitialize(from: storage + slot(offset), count: 1)
+    }
+    storage.deallocate()
     storage = bigger
+    capacity *= 2
     head = 0
   }
 }
