@@ -55,8 +55,12 @@ void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {
               (unsigned int)(address & 0xffffffffu));
 }
 
-void cu_fiber_resume(cu_fiber *fiber) {
+void cu_fiber_resume(cu_fiber *fiber, void *coroutine) {
   cu_sanitizer_resumer san;
+  // Safe to keep these thread-locals' addresses across the switch: the code after a resume
+  // runs on the thread that called it (unlike the code after a suspend).
+  void *previous_coroutine = cu_current_coroutine;
+  cu_current_coroutine = coroutine;
   cu_fiber *previous = cu_overflow_enter(fiber);
   if (fiber->shared != NULL) cu_shared_stack_acquire(fiber);
   swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
@@ -65,6 +69,7 @@ void cu_fiber_resume(cu_fiber *fiber) {
   cu_san_resume_end(&san);
   swift_task_exitThreadLocalContext((char *)fiber->exclusivity);
   cu_overflow_leave(previous);
+  cu_current_coroutine = previous_coroutine;
 }
 
 void cu_fiber_suspend(cu_fiber *fiber) {

@@ -31,6 +31,7 @@ struct cu_fiber {
 // after a resume runs on the thread that called it, so reusing the thread-local's address
 // there is safe (unlike after a suspend, which may return on another thread).
 extern __thread cu_fiber *cu_running_fiber;
+extern __thread void *cu_current_coroutine;  // tls.c
 extern __thread int cu_thread_prepared;
 void cu_prepare_thread(void);
 

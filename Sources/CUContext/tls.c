@@ -3,14 +3,10 @@
 // and write goes through a non-inlined function that computes it afresh.
 #include "cucontext.h"
 
-static __thread void *current_coroutine;
+__attribute__((visibility("hidden"))) __thread void *cu_current_coroutine;  // also set by resume
 static __thread void *current_loop;
 
-__attribute__((noinline)) void *cu_tls_current_coroutine(void) { return current_coroutine; }
-
-__attribute__((noinline)) void cu_tls_set_current_coroutine(void *coroutine) {
-  current_coroutine = coroutine;
-}
+__attribute__((noinline)) void *cu_tls_current_coroutine(void) { return cu_current_coroutine; }
 
 __attribute__((noinline)) void *cu_tls_current_loop(void) { return current_loop; }
 

@@ -53,8 +53,9 @@ void cu_fiber_prepare(cu_fiber *_Nonnull fiber, cu_fiber_entry _Nonnull entry,
 
 /// Switches from the calling stack into the fiber; returns when the fiber suspends or finishes.
 /// Swift's exclusivity access set is swapped for the fiber's own around the switch, so accesses
-/// begun in the fiber never mix with the resuming thread's.
-void cu_fiber_resume(cu_fiber *_Nonnull fiber);
+/// begun in the fiber never mix with the resuming thread's; and the thread's current coroutine
+/// (`cu_tls_current_coroutine`) is `coroutine` while the fiber runs, and what it was afterwards.
+void cu_fiber_resume(cu_fiber *_Nonnull fiber, void *_Nullable coroutine);
 
 /// Called on the fiber's own stack: switches back to whoever resumed it. Returns when resumed.
 void cu_fiber_suspend(cu_fiber *_Nonnull fiber);
@@ -111,8 +112,6 @@ int cu_backend_probe(int backend);
 
 /// The coroutine running on this thread, or NULL.
 void *_Nullable cu_tls_current_coroutine(void);
-/// Sets the coroutine running on this thread.
-void cu_tls_set_current_coroutine(void *_Nullable coroutine);
 /// The scheduler loop this thread is running, or NULL.
 void *_Nullable cu_tls_current_loop(void);
 /// Sets the scheduler loop this thread is running.

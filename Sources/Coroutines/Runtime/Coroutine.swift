@@ -149,7 +149,15 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       return
     }
     transition(.start)
+    keepAliveUntilFinished()
     switchIn()
+  }
+
+  /// A started coroutine owns a reference to itself until it finishes (released last thing in
+  /// `switchIn`), so that the jobs that resume it need not retain it: whoever holds a job for
+  /// it, it is alive.
+  private func keepAliveUntilFinished() {
+    _ = Unmanaged.passUnretained(self).retain()
   }
 
   /// A fiber for the coroutine: from the stack pool, or bound to one of its loop's shared stacks.
@@ -187,6 +195,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       cu_fiber_prepare(fiber, coroutineEntry, Unmanaged.passUnretained(self).toOpaque())
       CoroutineRegistry.coroutineStarted(self, on: fiber)
       transition(.start)
+      keepAliveUntilFinished()
     } else {
       transition(.resume)
     }
@@ -208,11 +217,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   @discardableResult
   private func switchIn() -> Exit {
-    let previous = cu_tls_current_coroutine()
-    cu_tls_set_current_coroutine(Unmanaged.passUnretained(self).toOpaque())
     registryEntry.noteSwitchIn()
-    cu_fiber_resume(fiber!)
-    cu_tls_set_current_coroutine(previous)
+    cu_fiber_resume(fiber!, Unmanaged.passUnretained(self).toOpaque())
     // Read once: after parking, another thread may resume the coroutine and change `exit`.
     let reason = exit
     switch reason {
@@ -233,6 +239,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       completion = nil
       CoroutineRegistry.coroutineFinished(self, accounting: accounting)
       publish?()
+      // The last use of `self`: its own reference may have been the only one left.
+      Unmanaged.passUnretained(self).release()
     case .handBack:
       transition(.reschedule)  // ready to be run inline again; nothing is enqueued
     }

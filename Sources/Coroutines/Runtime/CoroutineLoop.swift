@@ -70,7 +70,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
 
   /// Queues a coroutine's resumption without allocating a closure.
   func enqueue(_ coroutine: Coroutine) {
-    enqueue(.resume(coroutine))
+    enqueue(.resume(Unmanaged.passUnretained(coroutine)))
   }
 
   private func enqueue(_ job: LoopJob) {

@@ -1,12 +1,13 @@
-/// A unit of work on a loop: a closure, or a coroutine to resume (no closure allocated).
+/// A unit of work on a loop: a closure, or a coroutine to resume (no closure allocated, and no
+/// retain: a started coroutine keeps itself alive until it finishes).
 enum LoopJob {
   case closure(@Sendable () -> Void)
-  case resume(Coroutine)
+  case resume(Unmanaged<Coroutine>)
 
   func run() {
     switch self {
     case .closure(let job): job()
-    case .resume(let coroutine): coroutine.resume()
+    case .resume(let coroutine): coroutine._withUnsafeGuaranteedRef { $0.resume() }
     }
   }
 }
