@@ -206,19 +206,33 @@ static void restore(cu_fiber *fiber) {
   copy_bytes(stack->top - used, (char *)fiber->saved + sizeof(cu_parked_context), used);
 }
 
-static void shared_trampoline(unsigned int high, unsigned int low);
+static void shared_trampoline(cu_fiber *fiber);
+#if !defined(__x86_64__)
+static void shared_trampoline_split(unsigned int high, unsigned int low);
+#endif
 
-// Makes a prepared fiber's starting context in the stack's: the thread's starting control words
-// and mask, and makecontext's frame at the top of the (now free) stack.
+// Makes a prepared fiber's starting context in the stack's: the starting control words and mask,
+// and a first frame at the very top of the (now free) stack. On x86_64 the context is set up by
+// hand, since every byte under the trampoline is copied out with each suspension: the pointer
+// travels whole in the first argument register and no return frame is built, because the
+// trampoline never returns. Elsewhere makecontext builds it (the pointer split into two ints).
 static void make_start_context(cu_fiber *fiber) {
   cu_shared_stack *stack = fiber->shared;
-  uintptr_t address = (uintptr_t)fiber;
   unpack(&stack->self, &stack->start);
+#if defined(__x86_64__)
+  greg_t *gregs = stack->self.uc_mcontext.gregs;
+  gregs[REG_RIP] = (greg_t)(uintptr_t)shared_trampoline;
+  gregs[REG_RSP] = (greg_t)(uintptr_t)(stack->top - 8);  // as if called: rsp + 8 is 16-aligned
+  gregs[REG_RBP] = 0;                                     // ends the frame chain for debuggers
+  gregs[REG_RDI] = (greg_t)(uintptr_t)fiber;
+#else
+  uintptr_t address = (uintptr_t)fiber;
   stack->self.uc_stack.ss_sp = stack->base;
   stack->self.uc_stack.ss_size = (size_t)(stack->top - stack->base);
   stack->self.uc_link = NULL;
-  makecontext(&stack->self, (void (*)(void))shared_trampoline, 2, (unsigned int)(address >> 32),
-              (unsigned int)(address & 0xffffffffu));
+  makecontext(&stack->self, (void (*)(void))shared_trampoline_split, 2,
+              (unsigned int)(address >> 32), (unsigned int)(address & 0xffffffffu));
+#endif
   fiber->fresh = 0;
 }
 
@@ -255,9 +269,11 @@ static void leave(cu_fiber *fiber) {
   fiber->saved_size = 0;
 }
 
-// The last switch out of a finished fiber. Kept out of the trampoline, whose frame stays under
-// every frame of the fiber's body and so is copied out with each of its suspensions.
-CU_SWITCH_CODE __attribute__((noinline, noreturn)) static void finish(cu_fiber *fiber) {
+// The last switch out of a finished fiber: the one this thread is running. Kept out of the
+// trampoline, whose frame stays under every frame of the fiber's body and so is copied out with
+// each of its suspensions; not inlined, so the thread-local is read on the thread that runs it.
+CU_SWITCH_CODE __attribute__((noinline, noreturn)) static void finish(void) {
+  cu_fiber *fiber = cu_running_fiber;
   cu_shared_stack *stack = fiber->shared;
   leave(fiber);
   cu_san_fiber_leaving(&fiber->sanitizer, 1);
@@ -265,10 +281,16 @@ CU_SWITCH_CODE __attribute__((noinline, noreturn)) static void finish(cu_fiber *
   abort();  // a finished fiber is prepared again before it is resumed again
 }
 
-// A shared-stack fiber's first frame (makecontext passes its address as two ints).
-CU_SWITCH_CODE static void shared_trampoline(unsigned int high, unsigned int low) {
-  cu_fiber *fiber = (cu_fiber *)(((uintptr_t)high << 32) | (uintptr_t)low);
+// A shared-stack fiber's first frame. It keeps nothing across the body (`finish` finds the fiber
+// again), so its frame is no more than the return address slot and the saved frame pointer.
+CU_SWITCH_CODE static void shared_trampoline(cu_fiber *fiber) {
   cu_san_fiber_arrived(&fiber->sanitizer);
   fiber->entry(fiber->argument);
-  finish(fiber);
+  finish();
 }
+
+#if !defined(__x86_64__)
+CU_SWITCH_CODE static void shared_trampoline_split(unsigned int high, unsigned int low) {
+  shared_trampoline((cu_fiber *)(((uintptr_t)high << 32) | (uintptr_t)low));
+}
+#endif
