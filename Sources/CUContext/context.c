@@ -34,11 +34,12 @@ int cu_set_backend(int backend) {
 
 int cu_backend(void) { return current_backend; }
 
+CU_SWITCH_CODE void cu_switch(ucontext_t *from, ucontext_t *to) { current_switch(from, to); }
+
 CU_SWITCH_CODE static void trampoline(unsigned int high, unsigned int low) {
   cu_fiber *fiber = (cu_fiber *)(((uintptr_t)high << 32) | (uintptr_t)low);
   cu_san_fiber_arrived(&fiber->sanitizer);
   fiber->entry(fiber->argument);
-  if (fiber->shared != NULL) cu_shared_stack_leave(fiber);
   cu_san_fiber_leaving(&fiber->sanitizer, 1);
   current_switch(&fiber->self, &fiber->resumer);
   abort();  // a finished fiber is prepared again before it is resumed again
@@ -51,6 +52,10 @@ void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {
   fiber->exclusivity[0] = NULL;
   fiber->exclusivity[1] = NULL;
   cu_san_fiber_prepared(&fiber->sanitizer);
+  if (fiber->shared != NULL) {
+    cu_shared_fiber_armed(fiber);  // starts from shared.c's trampoline, made when it takes the stack
+    return;
+  }
   makecontext(&fiber->self, (void (*)(void))trampoline, 2, (unsigned int)(address >> 32),
               (unsigned int)(address & 0xffffffffu));
 }
@@ -64,8 +69,8 @@ void cu_fiber_resume(cu_fiber *fiber, void *coroutine) {
   cu_fiber *previous = cu_overflow_enter(fiber);
   if (fiber->shared != NULL) cu_shared_stack_acquire(fiber);
   swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
-  cu_san_resume_begin(&fiber->sanitizer, &san, fiber->self.uc_stack.ss_sp, fiber->stack_size);
-  current_switch(&fiber->resumer, &fiber->self);
+  cu_san_resume_begin(&fiber->sanitizer, &san, cu_fiber_stack_bottom(fiber), fiber->stack_size);
+  current_switch(cu_fiber_resumer(fiber), cu_fiber_self(fiber));
   cu_san_resume_end(&san);
   swift_task_exitThreadLocalContext((char *)fiber->exclusivity);
   cu_overflow_leave(previous);
@@ -74,6 +79,6 @@ void cu_fiber_resume(cu_fiber *fiber, void *coroutine) {
 
 void cu_fiber_suspend(cu_fiber *fiber) {
   cu_san_fiber_leaving(&fiber->sanitizer, 0);
-  current_switch(&fiber->self, &fiber->resumer);
+  current_switch(cu_fiber_self(fiber), cu_fiber_resumer(fiber));
   cu_san_fiber_arrived(&fiber->sanitizer);
 }

@@ -7,24 +7,82 @@
 #include "cucontext.h"
 #include "sanitizer.h"
 
+// What a parked fiber on a shared stack keeps of its switch context, at the head of its saved
+// bytes: what a callee must preserve across a call, where its suspending call returns to, and the
+// signal mask that swapcontext carries. Everything else in ucontext_t is dead at a call.
+typedef struct cu_parked_context {
+#if defined(__x86_64__)
+  unsigned long long rip, rbx, rbp, r12, r13, r14, r15;  // the stack pointer is where the bytes go
+  unsigned long long signal_mask;  // the kernel's 64 signals (what swapcontext passes it)
+  unsigned int mxcsr;
+  unsigned short x87_control;
+  unsigned short unused;
+#else
+  ucontext_t context;  // elsewhere the whole context (no compact layout written yet)
+#endif
+} cu_parked_context;
+
+// A fiber on a shared stack keeps no switch contexts of its own: while it runs, its registers
+// rest in its stack's pair (one occupant runs there at a time, resumed from one thread), and
+// while another fiber has the stack, they wait at the head of its saved bytes (shared.c).
+struct cu_shared_stack {
+  ucontext_t self;     // the occupant's registers while it is switched out
+  ucontext_t resumer;  // the occupant's resumer's registers while it runs
+  void *mapping;       // the whole region, guard included
+  size_t mapping_size;
+  char *base;                      // lowest usable address
+  char *top;                       // one past the highest: frames grow down from here
+  struct cu_fiber *occupant;       // whose frames are on the stack now, or NULL
+  cu_parked_context start;         // the control words and mask a fiber starts with
+};
+
 struct cu_fiber {
-  ucontext_t self;             // where the fiber's registers rest while it is suspended
-  ucontext_t resumer;          // where the resumer's registers rest while the fiber runs
-  void *exclusivity[2];        // the fiber's own Swift exclusivity access set
+  // Both kinds of fiber.
+  void *exclusivity[2];  // the fiber's own Swift exclusivity access set
   cu_fiber_entry entry;
   void *argument;
-  void *mapping;               // start of the mmap'ed region (guard included)
-  size_t mapping_size;
+  struct cu_shared_stack *shared;  // the stack it runs on, or NULL for a stack of its own
   size_t stack_size;
-  cu_sanitizer_fiber sanitizer;  // ASan/TSan bookkeeping; empty in plain builds
-  char name[64];                 // the coroutine's name for overflow reports (may be cut)
-  size_t requested_size;         // the stack size the coroutine asked for, for the same reports
-  // Shared-stack mode (shared.c); all zero for a fiber with a stack of its own.
-  struct cu_shared_stack *shared;  // the stack it runs on, or NULL
-  void *saved;                     // its used stack bytes while another fiber has the stack
-  size_t saved_size;               // bytes in `saved` waiting to be copied back (0: in place)
-  size_t saved_capacity;           // bytes allocated for `saved`
+  size_t requested_size;           // the stack size the coroutine asked for, for overflow reports
+  cu_sanitizer_fiber sanitizer;    // ASan/TSan bookkeeping; empty in plain builds
+  union {
+    struct {  // A fiber with a stack of its own (stack.c).
+      void *mapping;  // start of the mmap'ed region (guard included)
+      size_t mapping_size;
+      char name[64];      // the coroutine's name for overflow reports (may be cut)
+      ucontext_t self;    // where the fiber's registers rest while it is suspended
+      ucontext_t resumer; // where the resumer's registers rest while the fiber runs
+    };
+    struct {  // A fiber on a shared stack (shared.c): its record ends here.
+      void *saved;          // its registers and used stack bytes while another fiber has the stack
+      char *label;          // its name for overflow reports, or NULL (heap copy, cut like `name`)
+      unsigned saved_size;  // bytes allocated at `saved` (kept while in place, for reuse)
+      unsigned char fresh;  // prepared but not started: its context is made on first resume
+    };
+  };
 };
+
+// Where a fiber's registers rest while it is switched out, and its resumer's while it runs.
+static inline ucontext_t *cu_fiber_self(cu_fiber *fiber) {
+  return fiber->shared != NULL ? &fiber->shared->self : &fiber->self;
+}
+static inline ucontext_t *cu_fiber_resumer(cu_fiber *fiber) {
+  return fiber->shared != NULL ? &fiber->shared->resumer : &fiber->resumer;
+}
+// The lowest usable stack address, and the start of the guard below it.
+static inline void *cu_fiber_stack_bottom(const cu_fiber *fiber) {
+  return fiber->shared != NULL ? fiber->shared->base : fiber->self.uc_stack.ss_sp;
+}
+static inline void *cu_fiber_guard_start(const cu_fiber *fiber) {
+  return fiber->shared != NULL ? fiber->shared->mapping : fiber->mapping;
+}
+// The coroutine's name for overflow reports ("" when unnamed).
+static inline const char *cu_fiber_name(const cu_fiber *fiber) {
+  if (fiber->shared == NULL) return fiber->name;
+  return fiber->label != NULL ? fiber->label : "";
+}
+// Copies `name` (NULL: none) into `capacity` bytes, cut on a UTF-8 boundary with "..." (overflow.c).
+void cu_copy_label(char *destination, size_t capacity, const char *name);
 
 // Overflow reports (overflow.c): the resumer marks the fiber as running on this thread (and
 // prepares the thread on its first resume), then restores what ran before. Inlined: the code
@@ -44,13 +102,17 @@ static inline cu_fiber *cu_overflow_enter(cu_fiber *fiber) {
 
 static inline void cu_overflow_leave(cu_fiber *previous) { cu_running_fiber = previous; }
 
-// Shared-stack mode, called by context.c around switches. `acquire` puts the fiber's saved bytes
-// back on its shared stack (first saving the previous occupant's) before it is resumed; `leave`
-// gives up the stack when the fiber's entry has returned, so dead frames are never saved.
+// Shared-stack mode (shared.c), called by context.c. `acquire` puts the fiber's registers and
+// saved bytes back on its shared stack (first saving the previous occupant's) before it is
+// resumed, and makes a prepared fiber's starting context there. `armed` marks a fiber prepared.
 void cu_shared_stack_acquire(cu_fiber *fiber);
-void cu_shared_stack_leave(cu_fiber *fiber);
-// Frees a fiber built by cu_fiber_new_shared (cu_fiber_free dispatches here).
+void cu_shared_fiber_armed(cu_fiber *fiber);
+// Frees a fiber built by cu_fiber_new_shared (cu_fiber_free dispatches here), and relabels one
+// (cu_fiber_set_label dispatches here).
 void cu_shared_fiber_free(cu_fiber *fiber);
+void cu_shared_fiber_set_label(cu_fiber *fiber, const char *name);
+// The switch of the backend in use (context.c), for shared.c's last switch out of a fiber.
+void cu_switch(ucontext_t *from, ucontext_t *to);
 
 #if defined(__x86_64__)
 // The fast backend's switch (switch_x86_64.S): saves the callee-saved registers, MXCSR and the

@@ -50,9 +50,9 @@ static void append_number(message *m, uintptr_t value, unsigned base) {
 static void report_overflow(const cu_fiber *fiber, const void *address) {
   message m = {.length = 0};
   append(&m, "\nswift-coroutines: stack overflow in coroutine ");
-  if (fiber->name[0]) {
+  if (cu_fiber_name(fiber)[0]) {
     append(&m, "\"");
-    append(&m, fiber->name);
+    append(&m, cu_fiber_name(fiber));
     append(&m, "\"");
   } else {
     append(&m, "(unnamed)");
@@ -94,8 +94,8 @@ static uintptr_t interrupted_stack_pointer(void *context) {
 /// True when the fault is the running fiber's overflow: the address is in its guard region, or
 /// the stack pointer itself already is (one frame larger than what was left of the stack).
 static int is_overflow(const cu_fiber *fiber, uintptr_t address, uintptr_t stack_pointer) {
-  uintptr_t guard_start = (uintptr_t)fiber->mapping;  // a shared stack's mapping for those
-  uintptr_t stack_bottom = (uintptr_t)fiber->self.uc_stack.ss_sp;
+  uintptr_t guard_start = (uintptr_t)cu_fiber_guard_start(fiber);
+  uintptr_t stack_bottom = (uintptr_t)cu_fiber_stack_bottom(fiber);
   if (address >= guard_start && address < stack_bottom) return 1;
   return stack_pointer >= guard_start && stack_pointer < stack_bottom;
 }
@@ -152,18 +152,25 @@ void cu_prepare_thread(void) {
   pthread_setspecific(alternate_stack_key, mapping);
 }
 
-void cu_fiber_set_label(cu_fiber *fiber, const char *name, size_t stack_size) {
-  fiber->requested_size = stack_size;
-  size_t capacity = sizeof fiber->name;
+void cu_copy_label(char *destination, size_t capacity, const char *name) {
   size_t length = name ? strlen(name) : 0;
   if (length >= capacity) {
     // Cut on a UTF-8 character boundary and mark the cut.
     length = capacity - 4;
     while (length > 0 && ((unsigned char)name[length] & 0xC0) == 0x80) length--;
-    memcpy(fiber->name, name, length);
-    memcpy(fiber->name + length, "...", 4);
+    memcpy(destination, name, length);
+    memcpy(destination + length, "...", 4);
     return;
   }
-  if (length) memcpy(fiber->name, name, length);
-  fiber->name[length] = '\0';
+  if (length) memcpy(destination, name, length);
+  destination[length] = '\0';
+}
+
+void cu_fiber_set_label(cu_fiber *fiber, const char *name, size_t stack_size) {
+  fiber->requested_size = stack_size;
+  if (fiber->shared != NULL) {
+    cu_shared_fiber_set_label(fiber, name);  // a heap copy, only when named
+    return;
+  }
+  cu_copy_label(fiber->name, sizeof fiber->name, name);
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Testing
 
 @testable import Coroutines
@@ -13,13 +14,17 @@ import Testing
 
   /// Recurses `depth` frames, each holding values derived from `seed`, yields at the bottom
   /// `rounds` times, and checks every frame's values on the way back up.
-  private func deepFrames(_ depth: Int, seed: Int, rounds: Int, loop: CoroutineLoop) throws -> Int {
+  private func deepFrames(
+    _ depth: Int, seed: Int, rounds: Int, loop: CoroutineLoop, atTheBottom: () throws -> Void = {}
+  ) throws -> Int {
     let local = (0..<8).map { seed &* 31 &+ depth &* 7 &+ $0 }
     var below = 0
     if depth > 0 {
-      below = try deepFrames(depth - 1, seed: seed, rounds: rounds, loop: loop)
+      below = try deepFrames(
+        depth - 1, seed: seed, rounds: rounds, loop: loop, atTheBottom: atTheBottom)
     } else {
       for _ in 0..<rounds { try yieldToLoop(loop) }
+      try atTheBottom()
     }
     #expect(local == (0..<8).map { seed &* 31 &+ depth &* 7 &+ $0 })
     return below &+ local.reduce(0, &+)
@@ -44,6 +49,90 @@ import Testing
     }
     #expect(results == (0..<count).map { expectedFrames($0 % 13 * 5, seed: $0) })
     #expect(stacks == SharedStackSet.stacksPerSize)
+  }
+
+  /// A parked coroutine keeps only a few registers of its switch context, beside its stack
+  /// bytes: the callee-saved ones, where it returns to, its floating-point control words and (for
+  /// swapcontext) its signal mask. Many coroutines with deep frames and their own rounding modes
+  /// take turns on one stack, often more than once in a row (resumed in place), and some finish
+  /// and are followed by new ones starting on the same stack while others stay parked.
+  @Test func coroutinesAlternatingOnOneStackKeepTheirFramesAndRoundingModes() throws {
+    let size = 88 * 1024  // a size no other test uses: a fresh ring of stacks
+    let count = 3 * SharedStackSet.stacksPerSize + 1  // several coroutines per stack
+    let modes: [Int32] = [FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO, FE_TONEAREST]
+    let outcomes = try CoroutineLoop.run { () -> [[Int]] in
+      let loop = try #require(CoroutineLoop.current)
+      let tasks = (0..<2 * count).map { index in
+        co_launch(stackSize: size, stack: .shared) { () -> [Int] in
+          let mode = modes[index % modes.count]
+          fesetround(mode)
+          defer { fesetround(FE_TONEAREST) }
+          // Half finish early, so newcomers start on stacks whose other coroutines are parked.
+          let rounds = index < count ? 3 + index % 4 : 9
+          var seen: [Int] = []
+          let sum = try deepFrames(index % 7 * 4 + 3, seed: index, rounds: 1, loop: loop) {
+            for _ in 0..<rounds {
+              try yieldToLoop(loop)
+              seen.append(Int(fegetround()))
+            }
+          }
+          return [sum] + seen
+        }
+      }
+      return try tasks.map { try $0.await() }
+    }
+    for (index, outcome) in outcomes.enumerated() {
+      let rounds = index < count ? 3 + index % 4 : 9
+      let mode = Int(modes[index % modes.count])
+      #expect(
+        outcome == [expectedFrames(index % 7 * 4 + 3, seed: index)]
+          + Array(repeating: mode, count: rounds))
+    }
+  }
+
+  /// With swapcontext, a coroutine's signal mask is part of its context: it must come back with
+  /// the coroutine after others ran on the same stack, and must not leak to a coroutine that
+  /// starts there. (The register-only switch leaves the mask to the thread, as Internals says.)
+  @Test func aParkedCoroutinesSignalMaskComesBackWithItOnTheUcontextBackend() throws {
+    guard CoroutineBackend.current == .ucontext else { return }
+    let size = 84 * 1024  // a size no other test uses: a fresh ring of stacks
+    func blocked(_ signal: Int32) -> Bool {
+      var current = sigset_t()
+      pthread_sigmask(SIG_BLOCK, nil, &current)
+      return sigismember(&current, signal) == 1
+    }
+    // The blocker flips SIGUSR2 in its own mask (Dispatch's threads block it, others may not).
+    let outside = blocked(SIGUSR2)
+    let (inside, others) = try CoroutineLoop.run { () -> ([Bool], [Bool]) in
+      let loop = try #require(CoroutineLoop.current)
+      let blocker = co_launch(stackSize: size, stack: .shared) { () -> [Bool] in
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGUSR2)
+        pthread_sigmask(outside ? SIG_UNBLOCK : SIG_BLOCK, &set, nil)
+        defer { pthread_sigmask(outside ? SIG_BLOCK : SIG_UNBLOCK, &set, nil) }
+        var seen: [Bool] = []
+        for _ in 0..<3 {
+          try yieldToLoop(loop)
+          seen.append(blocked(SIGUSR2))
+        }
+        return seen
+      }
+      // Enough others to take every stack of the ring, the blocker's included, between its turns.
+      let others = (0..<2 * SharedStackSet.stacksPerSize).map { _ in
+        co_launch(stackSize: size, stack: .shared) { () -> [Bool] in
+          var seen = [blocked(SIGUSR2)]
+          for _ in 0..<3 {
+            try yieldToLoop(loop)
+            seen.append(blocked(SIGUSR2))
+          }
+          return seen
+        }
+      }
+      return (try blocker.await(), try others.flatMap { try $0.await() })
+    }
+    #expect(inside == [!outside, !outside, !outside])
+    #expect(others.allSatisfy { $0 == outside })
   }
 
   /// The awaited value is delivered while another coroutine runs on the same stack addresses:

@@ -42,8 +42,9 @@ void cu_shared_stack_free(cu_shared_stack *_Nonnull stack);
 /// stack. Returns NULL when out of memory.
 cu_fiber *_Nullable cu_fiber_new_shared(cu_shared_stack *_Nonnull stack);
 
-/// Bytes of the fiber's stack held in its heap buffer right now (0 while its frames are in place
-/// on the shared stack, and always 0 for a fiber with its own stack).
+/// Bytes of the fiber held in its heap buffer right now: its used stack and the few registers of
+/// its context that a suspension leaves live (0 while its frames are in place on the shared
+/// stack, and always 0 for a fiber with its own stack).
 size_t cu_fiber_saved_size(const cu_fiber *_Nonnull fiber);
 
 /// Arms a new or finished fiber to run `entry(argument)` from the top of its stack on the next
