@@ -34,7 +34,7 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   /// how often it has changed scheduler, or the loop of a plain thread). Only the driving
   /// thread reads or writes these; `keyOwner` keeps the object alive so its address cannot be
   /// reused by another consumer while the key remembers it.
-  @exclusivity(unchecked) private var key: (UnsafeMutableRawPointer?, UInt) = (nil, 0)
+  @exclusivity(unchecked) private var key: (UnsafeMutableRawPointer?, UInt32) = (nil, 0)
   @exclusivity(unchecked) private var keyOwner: AnyObject?
 
   /// Keeps time for producers consumed by plain code. A queue of its own (not a global one)
@@ -163,7 +163,9 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   /// the consumer is not the one they were worked out for last time. Called by the new driver.
   private func refreshTarget() {
     if let consumer = Coroutine.currentUnretained {
-      let newKey = (consumer.toOpaque(), consumer._withUnsafeGuaranteedRef { $0.schedulerChanges })
+      let newKey: (UnsafeMutableRawPointer?, UInt32) = (
+        consumer.toOpaque(), consumer._withUnsafeGuaranteedRef { $0.schedulerChanges }
+      )
       guard newKey != key else { return }
       let coroutine = consumer.takeUnretainedValue()
       key = newKey

@@ -15,11 +15,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// What a coroutine run inline did when control came back (see `runInline()`).
   enum InlineOutcome { case handedBack, parked, finished }
 
+  // The fields are ordered so that the small ones share one word at the end: a parked
+  // coroutine's record is most of what it costs on a shared stack.
+
   let name: String?
   let stackSize: Int
-  /// True when the coroutine runs on one of its loop's shared stacks (see SharedStack.swift):
-  /// nothing may then point into its frames while it is parked.
-  @usableFromInline let usesSharedStack: Bool
   /// Where the coroutine belongs; `CoroutineLoop.run` waits for the coroutines of its loop.
   let home: any CoroutineScheduler
   /// Where the coroutine resumes now: `home`, except while it hops for `co_await(on:)`.
@@ -30,24 +30,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       isAway = (scheduler as AnyObject) !== (home as AnyObject)
     }
   }
-  /// True while the coroutine runs on another scheduler than its own (`co_await(on:)`).
-  private(set) var isAway = false
-  /// How many times `scheduler` has changed: with the coroutine's address, a cheap key for
-  /// what was worked out from its scheduler (see InlineDriver).
-  private(set) var schedulerChanges: UInt = 0
   /// `scheduler` when it is a loop, unretained (`scheduler` keeps it alive): enqueueing a
   /// resumption then costs no retain.
   private var loop: Unmanaged<CoroutineLoop>?
-  /// Set by the loop when a `co_delay` sleep reaches its deadline, before it wakes the
-  /// coroutine; a sleep woken without it was cancelled.
-  private var sleepRang = false
   /// `home` as the loop that counts its coroutines, cast once: the cast is a conformance lookup.
   private let accounting: (any CoroutineAccounting)?
-
-  private let state: Atomic<CoroutineState>
   /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
   private let waitWord = Atomic<UInt64>(0)
-  private let cancelled = Atomic<Bool>(false)
 
   /// The async layer's record of this coroutine (its task, which knows its parent and
   /// children): set before the coroutine starts, cleared once it has finished, read only by
@@ -57,9 +46,29 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   private var fiber: OpaquePointer?
   /// Links and counters of the live-coroutine registry (dumps, the stall watchdog).
   let registryEntry = CoroutineRegistryEntry()
+  /// The body until it starts; then, once it has returned, what publishes its outcome.
+  private var work: Work
+
+  private enum Work {
+    case body(() -> (() -> Void))
+    case completion(() -> Void)
+    case none
+  }
+
+  /// How many times `scheduler` has changed: with the coroutine's address, a cheap key for
+  /// what was worked out from its scheduler (see InlineDriver).
+  private(set) var schedulerChanges: UInt32 = 0
+  private let state: Atomic<CoroutineState>
+  private let cancelled = Atomic<Bool>(false)
+  /// True when the coroutine runs on one of its loop's shared stacks (see SharedStack.swift):
+  /// nothing may then point into its frames while it is parked.
+  @usableFromInline let usesSharedStack: Bool
+  /// True while the coroutine runs on another scheduler than its own (`co_await(on:)`).
+  private(set) var isAway = false
+  /// Set by the loop when a `co_delay` sleep reaches its deadline, before it wakes the
+  /// coroutine; a sleep woken without it was cancelled.
+  private var sleepRang = false
   private var exit = Exit.finish
-  private var body: (() -> (() -> Void))?
-  private var completion: (() -> Void)?
 
   /// Creates a coroutine that runs `body` on `scheduler`; nothing runs until `start()`.
   /// `body` returns the closure that publishes its outcome, called once the coroutine is off
@@ -78,7 +87,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.scheduler = scheduler
     self.loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
     self.state = Atomic(.created)
-    self.body = body
+    self.work = .body(body)
     self.accounting = scheduler as? any CoroutineAccounting
     CoroutineRegistry.coroutineCreated(self, accounting: accounting)
   }
@@ -131,7 +140,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   private func start(failing fail: (CoroutineError) -> Void) {
     if isCancelled {
       transition(.finish)
-      body = nil
+      work = .none
       CoroutineRegistry.coroutineFinished(self, accounting: accounting)
       fail(.cancelledBeforeStart)
       return
@@ -143,7 +152,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       CoroutineRegistry.coroutineStarted(self, on: fiber)
     } catch {
       transition(.finish)
-      body = nil
+      work = .none
       CoroutineRegistry.coroutineFinished(self, accounting: accounting)
       fail(error)
       return
@@ -235,8 +244,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       transition(.finish)
       giveBackFiber(fiber!)
       fiber = nil
-      let publish = completion
-      completion = nil
+      let publish: (() -> Void)?
+      if case .completion(let completion) = work { publish = completion } else { publish = nil }
+      work = .none
       CoroutineRegistry.coroutineFinished(self, accounting: accounting)
       publish?()
       // The last use of `self`: its own reference may have been the only one left.
@@ -249,9 +259,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   /// The body, on the coroutine's own stack.
   fileprivate func runBody() {
-    let body = self.body
-    self.body = nil
-    completion = body?()
+    guard case .body(let body) = work else { preconditionFailure("a coroutine ran twice") }
+    work = .none
+    work = .completion(body())
     exit = .finish
   }
 
