@@ -347,7 +347,10 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Claims the wait of `generation`; only one claim per wait succeeds.
   @usableFromInline
   func claim(_ generation: UInt64) -> Bool {
-    waitWord.compareExchange(
+    // A plain load first: most late claims (a resumer released after its wait ended) fail,
+    // and a failing compare-and-swap still costs a locked instruction.
+    guard waitWord.load(ordering: .relaxed) == generation << 1 | 1 else { return false }
+    return waitWord.compareExchange(
       expected: generation << 1 | 1, desired: generation << 1, ordering: .acquiringAndReleasing
     ).exchanged
   }
