@@ -13,8 +13,11 @@ struct cu_fiber {
   void *exclusivity[2];        // the fiber's own Swift exclusivity access set
   cu_fiber_entry entry;
   void *argument;
-  void *mapping;               // start of the mmap'ed region (guard included)
-  size_t mapping_size;
+  void *mapping;               // start of the fiber's slot (guard included)
+  size_t mapping_size;         // bytes of the slot
+  struct cu_stack_slab *slab;  // the slab the slot belongs to (stack.c); NULL on a shared stack
+  size_t slot;                 // the slot's index in `slab`
+  int owns_slab;               // 1 for cu_fiber_new's single-slot slab, freed with the fiber
   size_t stack_size;
   cu_sanitizer_fiber sanitizer;  // ASan/TSan bookkeeping; empty in plain builds
   char name[64];                 // the coroutine's name for overflow reports (may be cut)
@@ -50,6 +53,10 @@ void cu_shared_stack_acquire(cu_fiber *fiber);
 void cu_shared_stack_leave(cu_fiber *fiber);
 // Frees a fiber built by cu_fiber_new_shared (cu_fiber_free dispatches here).
 void cu_shared_fiber_free(cu_fiber *fiber);
+
+// Fills `context` as getcontext would, from a template captured once (context.c): getcontext
+// makes a system call (the signal mask) every time, and a new fiber needs only its fields.
+void cu_context_init(ucontext_t *context);
 
 #if defined(__x86_64__)
 // The fast backend's switch (switch_x86_64.S): saves the callee-saved registers, MXCSR and the
