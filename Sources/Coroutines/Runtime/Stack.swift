@@ -83,6 +83,8 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   // Unchecked: only ever touched inside `mutex`, by code that calls nothing that could reach
   // them again; the dynamic exclusivity checks cost more than the rest of a pooled take.
   @exclusivity(unchecked) private var classes: [Int: SizeClass] = [:]
+  @exclusivity(unchecked) private var lastSize = 0
+  @exclusivity(unchecked) private var lastClass: SizeClass?
   @exclusivity(unchecked) private var pooledTotal = 0
   @exclusivity(unchecked) private var mappedTotal = 0
 
@@ -278,12 +280,20 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
     empty.forEach { cu_stack_slab_free($0.pointer) }
   }
 
-  /// The size class of `size`, created on first use. Under `mutex`.
+  /// The size class of `size`, created on first use. Under `mutex`. Most programs use one
+  /// size, so the last one found is kept at hand: hashing the size was a tenth of a pooled take.
   private func sizeClass(_ size: Int) -> SizeClass {
-    if let existing = classes[size] { return existing }
-    let created = SizeClass()
-    classes[size] = created
-    return created
+    if size == lastSize, let lastClass { return lastClass }
+    let found: SizeClass
+    if let existing = classes[size] {
+      found = existing
+    } else {
+      found = SizeClass()
+      classes[size] = found
+    }
+    lastSize = size
+    lastClass = found
+    return found
   }
 
   /// Pooled fibers (ready or idle), all sizes.
@@ -303,33 +313,35 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   }
 }
 
-/// The stacks of one size. Touched only under the pool's mutex.
+/// The stacks of one size. Touched only under the pool's mutex, by code that calls nothing that
+/// could reach it again, so its fields skip the dynamic exclusivity checks.
 private final class SizeClass: @unchecked Sendable {  // touched only under the pool's mutex
   /// Finished fibers to reuse first (last in, first out: its pages are the likeliest in cache).
-  var ready: [OpaquePointer] = []
+  @exclusivity(unchecked) var ready: [OpaquePointer] = []
   /// Every slab of this size with at least one occupied slot, by address.
-  var slabs: [UInt: Slab] = [:]
+  @exclusivity(unchecked) var slabs: [UInt: Slab] = [:]
   /// Slabs that may have a free slot (some may be full by now; `take` drops those).
-  var open: [Slab] = []
-  var inUse = 0
+  @exclusivity(unchecked) var open: [Slab] = []
+  @exclusivity(unchecked) var inUse = 0
   /// Fibers idle in their slabs, holding memory until released.
-  var idleCount = 0
+  @exclusivity(unchecked) var idleCount = 0
 }
 
-/// One slab's slots as the pool sees them. Touched only under the pool's mutex.
+/// One slab's slots as the pool sees them. Touched only under the pool's mutex (unchecked
+/// fields, as for `SizeClass`).
 private final class Slab: @unchecked Sendable {  // touched only under the pool's mutex
   let pointer: OpaquePointer
   let count: Int
   /// Slots in use or in the ready list; the slab is unmapped when this reaches 0.
-  var occupied = 0
+  @exclusivity(unchecked) var occupied = 0
   /// Slots from here on have never been used.
-  var nextFresh = 0
+  @exclusivity(unchecked) var nextFresh = 0
   /// Free slots whose memory was given back: their fiber must be built again.
-  var released: [Int] = []
+  @exclusivity(unchecked) var released: [Int] = []
   /// Free fibers still holding their memory, not in the ready list.
-  var idle: [OpaquePointer] = []
-  var isOpen = false
-  var isFreed = false
+  @exclusivity(unchecked) var idle: [OpaquePointer] = []
+  @exclusivity(unchecked) var isOpen = false
+  @exclusivity(unchecked) var isFreed = false
 
   init(_ pointer: OpaquePointer) {
     self.pointer = pointer
