@@ -54,19 +54,11 @@ static int install_guard(char *guard, size_t size) {
 
 static size_t header_size(void) { return round_up(sizeof(cu_fiber), 64); }
 
-// Slots are a whole number of pages apart, so every fiber and the top of every stack would sit at
-// the same offset in its page and compete for the same few cache sets: with a thousand
-// coroutines their headers no longer fitted in L2 together. Each slot's fiber is therefore moved
-// down by a different multiple of a cache line (its "colour"), in room reserved above it.
-enum { colour_count = 32, colour_step = 128 };
-
-static size_t colour_of(size_t index) { return (index * 13 % colour_count) * colour_step; }
-
 cu_stack_slab *cu_stack_slab_new(size_t stack_size, size_t guard_size, size_t count) {
   size_t page = cu_page_size();
   size_t usable = round_up(stack_size, page);
   size_t guard = round_up(guard_size, page);
-  size_t slot = round_up(guard + usable + header_size() + (colour_count - 1) * colour_step, page);
+  size_t slot = round_up(guard + usable + header_size(), page);
   if (usable == 0 || count == 0 || slot < usable || slot > SIZE_MAX / count) {
     errno = EINVAL;
     return NULL;
@@ -90,8 +82,7 @@ cu_stack_slab *cu_stack_slab_new(size_t stack_size, size_t guard_size, size_t co
 }
 
 static cu_fiber *slot_fiber(const cu_stack_slab *slab, size_t index) {
-  return (cu_fiber *)(slab->mapping + (index + 1) * slab->slot_size - header_size() -
-                      colour_of(index));
+  return (cu_fiber *)(slab->mapping + (index + 1) * slab->slot_size - header_size());
 }
 
 cu_fiber *cu_stack_slab_fiber(cu_stack_slab *slab, size_t index) {
