@@ -14,9 +14,12 @@ import Synchronization
 ///   debug build, so smaller stacks are refused.
 /// - ``defaultSize``: 256 KiB unless changed; set it once at start-up, or pass `stackSize:` to
 ///   ``co_launch(on:name:stackSize:_:)`` for one coroutine.
-/// - Each stack costs two kernel memory mappings, and Linux allows about 65 530 per process
-///   (`vm.max_map_count`), so dedicated stacks stop near 32 700 live coroutines. Past that,
-///   launching fails cleanly: the task is rejected with ``CoroutineError/stackAllocationFailed(size:errno:)``.
+/// - Stacks are mapped 64 at a time. On Linux 6.13 and later the guards are guard markers, which
+///   do not split a mapping, so 64 stacks cost one kernel memory mapping. On older kernels each
+///   guard is an `mprotect`ed region, each stack costs two mappings, and since Linux allows about
+///   65 530 per process (`vm.max_map_count`), dedicated stacks stop near 32 700 live coroutines.
+///   Past the limit (or out of memory), launching fails cleanly: the task is rejected with
+///   ``CoroutineError/stackAllocationFailed(size:errno:)``.
 public enum CoroutineStack {
   /// The smallest stack a coroutine may ask for, in bytes.
   public static let minimumSize = 64 * 1024
@@ -42,8 +45,10 @@ public enum CoroutineStack {
     }
   }
 
-  /// How many finished stacks of each size the pool keeps for reuse (64 at start). Stacks
-  /// returned beyond this are unmapped at once.
+  /// How many finished stacks of each size the pool keeps ready for reuse (64 at start). The
+  /// memory of stacks returned beyond this goes back to the system: with their slab when its
+  /// last stack is returned, or in one batch as soon as more than this many wait, so at most
+  /// twice this many finished stacks of a size hold memory (all counted as pooled).
   public static var poolCapacity: Int {
     get { poolCapacityStorage.load(ordering: .relaxed) }
     set {
