@@ -1,8 +1,10 @@
 // Making and switching contexts. A fiber starts in `trampoline`, which makecontext calls with
 // the fiber's address split into two ints (makecontext passes only ints), runs the entry, and
 // switches back to the resumer for the last time when the entry returns.
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fiber.h"
 
@@ -43,6 +45,25 @@ CU_SWITCH_CODE static void trampoline(unsigned int high, unsigned int low) {
   cu_san_fiber_leaving(&fiber->sanitizer, 1);
   current_switch(&fiber->self, &fiber->resumer);
   abort();  // a finished fiber is prepared again before it is resumed again
+}
+
+static ucontext_t context_template;
+static pthread_once_t context_template_once = PTHREAD_ONCE_INIT;
+
+static void capture_template(void) {
+  if (getcontext(&context_template) != 0) abort();  // cannot fail on Linux
+}
+
+// A fiber's signal mask is the one of the first thread to build a fiber, rather than of the
+// thread building this one; it matters only to the ucontext backend (swapcontext installs it),
+// and a pooled fiber already carried the mask of whoever built it first.
+void cu_context_init(ucontext_t *context) {
+  pthread_once(&context_template_once, capture_template);
+  memcpy(context, &context_template, sizeof *context);
+#if defined(__x86_64__)
+  // getcontext points the floating-point state at the context's own copy of it.
+  context->uc_mcontext.fpregs = &context->__fpregs_mem;
+#endif
 }
 
 void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {

@@ -47,8 +47,11 @@ struct cu_fiber {
   cu_sanitizer_fiber sanitizer;    // ASan/TSan bookkeeping; empty in plain builds
   union {
     struct {  // A fiber with a stack of its own (stack.c).
-      void *mapping;  // start of the mmap'ed region (guard included)
-      size_t mapping_size;
+      void *mapping;               // start of the fiber's slot (guard included)
+      size_t mapping_size;         // bytes of the slot
+      struct cu_stack_slab *slab;  // the slab the slot belongs to
+      size_t slot;                 // the slot's index in `slab`
+      int owns_slab;               // 1 for cu_fiber_new's single-slot slab, freed with the fiber
       char name[64];      // the coroutine's name for overflow reports (may be cut)
       ucontext_t self;    // where the fiber's registers rest while it is suspended
       ucontext_t resumer; // where the resumer's registers rest while the fiber runs
@@ -113,6 +116,10 @@ void cu_shared_fiber_free(cu_fiber *fiber);
 void cu_shared_fiber_set_label(cu_fiber *fiber, const char *name);
 // The switch of the backend in use (context.c), for shared.c's last switch out of a fiber.
 void cu_switch(ucontext_t *from, ucontext_t *to);
+
+// Fills `context` as getcontext would, from a template captured once (context.c): getcontext
+// makes a system call (the signal mask) every time, and a new fiber needs only its fields.
+void cu_context_init(ucontext_t *context);
 
 #if defined(__x86_64__)
 // The fast backend's switch (switch_x86_64.S): saves the callee-saved registers, MXCSR and the

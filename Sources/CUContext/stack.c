@@ -1,13 +1,24 @@
-// Guarded stacks: one anonymous mapping per fiber. The low `guard` bytes are PROT_NONE so an
-// overflow faults; the fiber's own bookkeeping lives at the very top, above the usable stack,
-// so a fiber costs one allocation and two kernel mappings (the guard and the stack).
+// Guarded stacks, mapped in slabs. A slab is one anonymous mapping cut into equal slots; each slot
+// is a PROT_NONE guard region, the usable stack above it, and the fiber's own bookkeeping at the
+// very top. Mapping and unmapping many stacks at once is what makes a burst of coroutines cheap:
+// one mmap and one munmap per slab instead of one each (plus an mprotect) per stack.
+//
+// The guard is a "guard marker" (madvise MADV_GUARD_INSTALL, Linux 6.13+) where the kernel has
+// them: it faults like PROT_NONE but does not split the mapping, so a whole slab stays one kernel
+// mapping. Older kernels refuse it and get mprotect instead: two mappings per stack, as before.
+// A slot's guard is installed the first time the slot is used, so an unused slot costs nothing.
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "fiber.h"
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
 
 size_t cu_page_size(void) {
   static size_t page;
@@ -17,50 +28,143 @@ size_t cu_page_size(void) {
 
 static size_t round_up(size_t value, size_t unit) { return (value + unit - 1) / unit * unit; }
 
-cu_fiber *cu_fiber_new(size_t stack_size, size_t guard_size) {
+enum slot_state { slot_fresh = 0, slot_guarded = 1, slot_built = 2 };
+
+struct cu_stack_slab {
+  char *mapping;
+  size_t mapping_size;
+  size_t slot_size;   // guard + usable + header
+  size_t guard;       // bytes of guard at the bottom of each slot
+  size_t count;
+  unsigned char state[];  // one enum slot_state per slot
+};
+
+// 1 until a kernel refuses guard markers, then 0 for good (answers never change mid-process).
+static int guard_markers_work = 1;
+
+static int install_guard(char *guard, size_t size) {
+  if (size == 0) return 0;
+  if (__atomic_load_n(&guard_markers_work, __ATOMIC_RELAXED)) {
+    if (madvise(guard, size, MADV_GUARD_INSTALL) == 0) return 0;
+    if (errno != EINVAL) return -1;
+    __atomic_store_n(&guard_markers_work, 0, __ATOMIC_RELAXED);
+  }
+  return mprotect(guard, size, PROT_NONE);
+}
+
+static size_t header_size(void) { return round_up(sizeof(cu_fiber), 64); }
+
+cu_stack_slab *cu_stack_slab_new(size_t stack_size, size_t guard_size, size_t count) {
   size_t page = cu_page_size();
   size_t usable = round_up(stack_size, page);
   size_t guard = round_up(guard_size, page);
-  size_t header = round_up(sizeof(cu_fiber), 64);
-  size_t total = round_up(guard + usable + header, page);
-  if (usable == 0 || total < usable) {
+  size_t slot = round_up(guard + usable + header_size(), page);
+  if (usable == 0 || count == 0 || slot < usable || slot > SIZE_MAX / count) {
     errno = EINVAL;
     return NULL;
   }
-  void *mapping = mmap(NULL, total, PROT_READ | PROT_WRITE,
+  cu_stack_slab *slab = calloc(1, sizeof *slab + count);
+  if (slab == NULL) return NULL;
+  void *mapping = mmap(NULL, slot * count, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (mapping == MAP_FAILED) return NULL;
-  if (guard > 0 && mprotect(mapping, guard, PROT_NONE) != 0) {
+  if (mapping == MAP_FAILED) {
     int saved = errno;
-    munmap(mapping, total);
+    free(slab);
     errno = saved;
     return NULL;
   }
-  cu_fiber *fiber = (cu_fiber *)((char *)mapping + total - header);
+  slab->mapping = mapping;
+  slab->mapping_size = slot * count;
+  slab->slot_size = slot;
+  slab->guard = guard;
+  slab->count = count;
+  return slab;
+}
+
+static cu_fiber *slot_fiber(const cu_stack_slab *slab, size_t index) {
+  return (cu_fiber *)(slab->mapping + (index + 1) * slab->slot_size - header_size());
+}
+
+cu_fiber *cu_stack_slab_fiber(cu_stack_slab *slab, size_t index) {
+  if (index >= slab->count) {
+    errno = EINVAL;
+    return NULL;
+  }
+  char *start = slab->mapping + index * slab->slot_size;
+  if (slab->state[index] == slot_fresh) {
+    if (install_guard(start, slab->guard) != 0) return NULL;
+    slab->state[index] = slot_guarded;
+  }
+  cu_fiber *fiber = slot_fiber(slab, index);
+  if (slab->state[index] == slot_built) return fiber;
   memset(fiber, 0, sizeof *fiber);
-  fiber->mapping = mapping;
-  fiber->mapping_size = total;
-  fiber->stack_size = (size_t)((char *)fiber - (char *)mapping) - guard;
-  if (getcontext(&fiber->self) != 0) {
-    int saved = errno;
-    munmap(mapping, total);
-    errno = saved;
-    return NULL;
-  }
-  fiber->self.uc_stack.ss_sp = (char *)mapping + guard;
+  fiber->mapping = start;
+  fiber->mapping_size = slab->slot_size;
+  fiber->stack_size = (size_t)((char *)fiber - start) - slab->guard;
+  fiber->slab = slab;
+  fiber->slot = index;
+  cu_context_init(&fiber->self);
+  fiber->self.uc_stack.ss_sp = start + slab->guard;
   fiber->self.uc_stack.ss_size = fiber->stack_size;
   fiber->self.uc_link = NULL;
   cu_san_fiber_created(&fiber->sanitizer);
+  slab->state[index] = slot_built;
+  return fiber;
+}
+
+size_t cu_fiber_slot(const cu_fiber *fiber) { return fiber->slot; }
+
+cu_stack_slab *cu_fiber_slab(const cu_fiber *fiber) { return fiber->slab; }
+
+void cu_stack_slab_release(cu_stack_slab *slab, size_t first, size_t count) {
+  if (first >= slab->count || count == 0) return;
+  if (count > slab->count - first) count = slab->count - first;
+  for (size_t index = first; index < first + count; index++) {
+    if (slab->state[index] != slot_built) continue;
+    cu_san_fiber_destroyed(&slot_fiber(slab, index)->sanitizer);
+    slab->state[index] = slot_guarded;
+  }
+  // Guards (markers or PROT_NONE) survive MADV_DONTNEED; only the touched pages go.
+  madvise(slab->mapping + first * slab->slot_size, count * slab->slot_size, MADV_DONTNEED);
+}
+
+void cu_stack_slab_free(cu_stack_slab *slab) {
+  for (size_t index = 0; index < slab->count; index++) {
+    if (slab->state[index] == slot_built) {
+      cu_san_fiber_destroyed(&slot_fiber(slab, index)->sanitizer);
+    }
+  }
+  munmap(slab->mapping, slab->mapping_size);
+  free(slab);
+}
+
+size_t cu_stack_slab_count(const cu_stack_slab *slab) { return slab->count; }
+
+cu_fiber *cu_fiber_new(size_t stack_size, size_t guard_size) {
+  cu_stack_slab *slab = cu_stack_slab_new(stack_size, guard_size, 1);
+  if (slab == NULL) return NULL;
+  cu_fiber *fiber = cu_stack_slab_fiber(slab, 0);
+  if (fiber == NULL) {
+    int saved = errno;
+    cu_stack_slab_free(slab);
+    errno = saved;
+    return NULL;
+  }
+  fiber->owns_slab = 1;
   return fiber;
 }
 
 void cu_fiber_free(cu_fiber *fiber) {
-  cu_san_fiber_destroyed(&fiber->sanitizer);
   if (fiber->shared != NULL) {
+    cu_san_fiber_destroyed(&fiber->sanitizer);
     cu_shared_fiber_free(fiber);
     return;
   }
-  munmap(fiber->mapping, fiber->mapping_size);
+  if (fiber->owns_slab) {
+    cu_stack_slab_free(fiber->slab);
+    return;
+  }
+  abort();  // a slot of a shared slab is given back to its slab, never freed alone
 }
 
 size_t cu_fiber_stack_size(const cu_fiber *fiber) { return fiber->stack_size; }

@@ -20,7 +20,37 @@ typedef void (*cu_fiber_entry)(void *_Nullable argument);
 /// touched. Returns NULL and leaves errno set when the kernel refuses the mapping.
 cu_fiber *_Nullable cu_fiber_new(size_t stack_size, size_t guard_size);
 
-/// Unmaps the fiber's stack, or for a fiber on a shared stack frees its record and saved bytes.
+/// Stacks mapped together: one kernel mapping cut into `count` equal slots, each a guard region,
+/// a stack and a fiber. Opaque to Swift.
+typedef struct cu_stack_slab cu_stack_slab;
+
+/// Maps `count` slots for stacks of `stack_size` usable bytes (rounded up to whole pages) above
+/// PROT_NONE guards of `guard_size` bytes, in one mapping. Nothing is committed or guarded until a
+/// slot is first used. Returns NULL and leaves errno set when the kernel refuses the mapping.
+cu_stack_slab *_Nullable cu_stack_slab_new(size_t stack_size, size_t guard_size, size_t count);
+
+/// The fiber of slot `index`: built (and its guard installed) on first use or after
+/// cu_stack_slab_release; otherwise the fiber already there. Returns NULL and leaves errno set
+/// when the guard cannot be installed.
+cu_fiber *_Nullable cu_stack_slab_fiber(cu_stack_slab *_Nonnull slab, size_t index);
+
+/// Gives the memory of `count` slots from `first` back to the system (their fibers too; guards
+/// stay). The next cu_stack_slab_fiber of one of them builds a fresh fiber on zeroed pages.
+void cu_stack_slab_release(cu_stack_slab *_Nonnull slab, size_t first, size_t count);
+
+/// Unmaps the slab and frees its record. No fiber of it may be running or suspended mid-body.
+void cu_stack_slab_free(cu_stack_slab *_Nonnull slab);
+
+/// The number of slots of the slab.
+size_t cu_stack_slab_count(const cu_stack_slab *_Nonnull slab);
+
+/// The index of a slab fiber's slot.
+size_t cu_fiber_slot(const cu_fiber *_Nonnull fiber);
+
+/// The slab a fiber's slot belongs to (NULL for a fiber on a shared stack).
+cu_stack_slab *_Nullable cu_fiber_slab(const cu_fiber *_Nonnull fiber);
+
+/// Unmaps the fiber's stack (a fiber of cu_fiber_new), or for a fiber on a shared stack frees its record and saved bytes.
 /// The fiber must not be running or suspended mid-body.
 void cu_fiber_free(cu_fiber *_Nonnull fiber);
 

@@ -110,25 +110,34 @@ func launchCoroutine<T>(
   if let stackSize { CoroutineStack.validate(stackSize, in: "co_launch(stackSize:)") }
   let size = roundedToPages(stackSize ?? CoroutineStack.defaultSize)
   let target = scheduler ?? defaultScheduler()
-  let box = TaskBox<T>()
   let shared = sharedStackChosen(stack, on: target)
   let coroutine = Coroutine(scheduler: target, name: name, stackSize: size, sharedStack: shared) {
     let outcome = Result { try body() }
-    return { box.task?.finish(outcome) }
+    let task = launchedTask(of: Coroutine.current!, as: CoTask<T>.self)
+    return { task.finish(outcome) }
   }
   let task = CoTask<T>(name: name, coroutine: coroutine, detached: detached)
-  box.task = task
   task.start()
   return task
 }
 
-/// Lets the coroutine's body reach the task that is created after the coroutine. The cycle it
-/// makes (task → coroutine → body → task) is broken when the coroutine finishes.
-@usableFromInline
-final class TaskBox<T>: @unchecked Sendable {  // written once, before the coroutine starts
-  @usableFromInline var task: CoTask<T>?
+/// The task of a coroutine whose body has just returned, read on its own stack. The task is
+/// created after the coroutine, so the body cannot capture it; it reaches it through the
+/// coroutine's attachment instead, which the task set before the coroutine started and clears
+/// when it finishes (a box holding the task cost an allocation per launch). The attachment also
+/// keeps the task alive while the coroutine runs: task → coroutine → attachment → task, broken
+/// in `finish`.
+@inlinable
+func launchedTask<T>(of coroutine: Coroutine, as type: CoTask<T>.Type) -> CoTask<T> {
+  unsafeDowncast(taskAttachment(of: coroutine), to: type)
+}
 
-  @usableFromInline init() {}
+@usableFromInline
+func taskAttachment(of coroutine: Coroutine) -> AnyObject {
+  guard let task = coroutine.attachment else {
+    preconditionFailure("a launched coroutine finished without its task")
+  }
+  return task
 }
 
 /// The scheduler for a coroutine launched without one.

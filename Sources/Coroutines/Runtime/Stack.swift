@@ -14,9 +14,12 @@ import Synchronization
 ///   debug build, so smaller stacks are refused.
 /// - ``defaultSize``: 256 KiB unless changed; set it once at start-up, or pass `stackSize:` to
 ///   ``co_launch(on:name:stackSize:_:)`` for one coroutine.
-/// - Each stack costs two kernel memory mappings, and Linux allows about 65 530 per process
-///   (`vm.max_map_count`), so dedicated stacks stop near 32 700 live coroutines. Past that,
-///   launching fails cleanly: the task is rejected with ``CoroutineError/stackAllocationFailed(size:errno:)``.
+/// - Stacks are mapped 64 at a time. On Linux 6.13 and later the guards are guard markers, which
+///   do not split a mapping, so 64 stacks cost one kernel memory mapping. On older kernels each
+///   guard is an `mprotect`ed region, each stack costs two mappings, and since Linux allows about
+///   65 530 per process (`vm.max_map_count`), dedicated stacks stop near 32 700 live coroutines.
+///   Past the limit (or out of memory), launching fails cleanly: the task is rejected with
+///   ``CoroutineError/stackAllocationFailed(size:errno:)``.
 public enum CoroutineStack {
   /// The smallest stack a coroutine may ask for, in bytes.
   public static let minimumSize = 64 * 1024
@@ -42,8 +45,10 @@ public enum CoroutineStack {
     }
   }
 
-  /// How many finished stacks of each size the pool keeps for reuse (64 at start). Stacks
-  /// returned beyond this are unmapped at once.
+  /// How many finished stacks of each size the pool keeps ready for reuse (64 at start). The
+  /// memory of stacks returned beyond this goes back to the system: with their slab when its
+  /// last stack is returned, or in one batch as soon as more than this many wait, so at most
+  /// twice this many finished stacks of a size hold memory (all counted as pooled).
   public static var poolCapacity: Int {
     get { poolCapacityStorage.load(ordering: .relaxed) }
     set {
@@ -68,77 +73,285 @@ public enum CoroutineStack {
 }
 
 /// A process-wide pool of fibers (a stack plus its saved context), keyed by stack size.
+///
+/// Stacks are mapped in slabs (see stack.c): one `mmap` for up to ``slotsPerSlab(size:)`` stacks
+/// and one `munmap` when the last of them is given back, because mapping, guarding and unmapping
+/// each stack alone cost more than everything else a launch does. A finished stack goes to the
+/// `ready` list while it has fewer than ``CoroutineStack/poolCapacity`` entries; beyond that it
+/// sits idle in its slab, and as soon as more than `poolCapacity` of a size are idle, their memory
+/// is given back to the system in one go (or with their slab, if that empties first). So at most
+/// twice `poolCapacity` finished stacks of a size hold memory, and all of them count as pooled.
 final class StackPool: @unchecked Sendable {  // all mutable state is behind `mutex`
   static let shared = StackPool()
 
   private let mutex = Mutex<Void>(())
   // Unchecked: only ever touched inside `mutex`, by code that calls nothing that could reach
   // them again; the dynamic exclusivity checks cost more than the rest of a pooled take.
-  @exclusivity(unchecked) private var free: [Int: [OpaquePointer]] = [:]
-  @exclusivity(unchecked) private var mappedBySize: [Int: Int] = [:]
+  @exclusivity(unchecked) private var classes: [Int: SizeClass] = [:]
+  @exclusivity(unchecked) private var lastSize = 0
+  @exclusivity(unchecked) private var lastClass: SizeClass?
   @exclusivity(unchecked) private var pooledTotal = 0
   @exclusivity(unchecked) private var mappedTotal = 0
 
+  /// How many stacks of `size` usable bytes one slab holds: up to 64, in at most 64 MiB of
+  /// address space (pages are committed only when touched, so this costs no memory).
+  static func slotsPerSlab(size: Int) -> Int {
+    let slot = size + CoroutineStack.guardSize + Int(cu_page_size())
+    return max(1, min(64, (64 << 20) / slot))
+  }
+
+  /// What `take` found under the lock.
+  private enum Found {
+    case fiber(OpaquePointer)
+    case slot(Slab, Int)
+    case none(SizeClass)
+  }
+
   /// A fiber with at least `size` usable bytes of stack, from the pool or freshly mapped.
   func take(size: Int) throws(CoroutineError) -> OpaquePointer {
-    let reused: OpaquePointer? = mutex.withLock { _ in
-      guard let fiber = free[size]?.popLast() else { return nil }
-      pooledTotal -= 1
+    let found = mutex.withLock { _ -> Found in
+      let sizeClass = sizeClass(size)
+      if let fiber = sizeClass.ready.popLast() {
+        sizeClass.inUse += 1
+        pooledTotal -= 1
+        return .fiber(fiber)
+      }
+      return takeSlot(in: sizeClass)
+    }
+    switch found {
+    case .fiber(let fiber):
       return fiber
+    case .slot(let slab, let index):
+      return try build(slab, index, size: size)
+    case .none(let sizeClass):
+      guard
+        let pointer = cu_stack_slab_new(
+          size, CoroutineStack.guardSize, Self.slotsPerSlab(size: size))
+      else {
+        throw .stackAllocationFailed(size: size, errno: errno)
+      }
+      let slab = Slab(pointer)
+      let index = mutex.withLock { _ -> Int in
+        sizeClass.slabs[slab.key] = slab
+        sizeClass.open.append(slab)
+        slab.isOpen = true
+        return takeFree(from: slab, in: sizeClass)!.index
+      }
+      return try build(slab, index, size: size)
     }
-    if let reused { return reused }
-    guard let fiber = cu_fiber_new(size, CoroutineStack.guardSize) else {
-      throw .stackAllocationFailed(size: size, errno: errno)
-    }
-    mutex.withLock { _ in
-      mappedBySize[size, default: 0] += 1
-      mappedTotal += 1
-    }
-    return fiber
   }
 
-  /// Returns a finished fiber: pooled while the pool has room for its size, unmapped otherwise.
-  func give(_ fiber: OpaquePointer, size: Int) {
-    let keep = mutex.withLock { _ -> Bool in
-      if free[size, default: []].count < CoroutineStack.poolCapacity {
-        free[size, default: []].append(fiber)
-        pooledTotal += 1
-        return true
+  /// A free slot of `sizeClass`: an idle fiber, else a slot to build a fiber in. Under `mutex`.
+  private func takeSlot(in sizeClass: SizeClass) -> Found {
+    while let slab = sizeClass.open.last {
+      if let free = takeFree(from: slab, in: sizeClass) {
+        if let fiber = free.fiber { return .fiber(fiber) }
+        return .slot(slab, free.index)
       }
-      mappedBySize[size, default: 0] -= 1
+      slab.isOpen = false
+      sizeClass.open.removeLast()
+    }
+    return .none(sizeClass)
+  }
+
+  /// Takes a free slot of `slab` for a coroutine, or nil if it has none. Under `mutex`.
+  private func takeFree(from slab: Slab, in sizeClass: SizeClass) -> (
+    fiber: OpaquePointer?, index: Int
+  )? {
+    guard !slab.isFreed else { return nil }
+    if let fiber = slab.idle.popLast() {
+      slab.occupied += 1
+      sizeClass.inUse += 1
+      sizeClass.idleCount -= 1
+      pooledTotal -= 1
+      return (fiber, 0)
+    }
+    let index: Int
+    if let released = slab.released.popLast() {
+      index = released
+    } else if slab.nextFresh < slab.count {
+      index = slab.nextFresh
+      slab.nextFresh += 1
+    } else {
+      return nil
+    }
+    slab.occupied += 1
+    sizeClass.inUse += 1
+    mappedTotal += 1
+    return (nil, index)
+  }
+
+  /// Builds the fiber of a slot taken for a coroutine; gives the slot back if its guard cannot
+  /// be installed.
+  private func build(_ slab: Slab, _ index: Int, size: Int) throws(CoroutineError) -> OpaquePointer
+  {
+    if let fiber = cu_stack_slab_fiber(slab.pointer, index) { return fiber }
+    let failure = errno
+    let empty = mutex.withLock { _ -> Slab? in
+      let sizeClass = sizeClass(size)
+      sizeClass.inUse -= 1
       mappedTotal -= 1
-      return false
+      slab.released.append(index)
+      return vacate(slab, in: sizeClass)
     }
-    if !keep { cu_fiber_free(fiber) }
+    if let empty { cu_stack_slab_free(empty.pointer) }
+    throw .stackAllocationFailed(size: size, errno: failure)
   }
 
-  /// Unmaps pooled fibers until at most `limit` of each size remain.
-  func trim(toPerSize limit: Int) {
-    let surplus = mutex.withLock { _ -> [OpaquePointer] in
-      var released: [OpaquePointer] = []
-      for (size, fibers) in free where fibers.count > limit {
-        released += fibers[limit...]
-        free[size] = Array(fibers[..<limit])
-        mappedBySize[size, default: 0] -= fibers.count - limit
+  /// Returns a finished fiber: ready for reuse while the pool has room for its size, else idle
+  /// in its slab until its memory is given back.
+  func give(_ fiber: OpaquePointer, size: Int) {
+    let empty = mutex.withLock { _ -> Slab? in
+      let sizeClass = sizeClass(size)
+      sizeClass.inUse -= 1
+      pooledTotal += 1
+      if sizeClass.ready.count < CoroutineStack.poolCapacity {
+        sizeClass.ready.append(fiber)
+        return nil
       }
-      pooledTotal -= released.count
-      mappedTotal -= released.count
-      return released
+      let slab = makeIdle(fiber, in: sizeClass)
+      if sizeClass.idleCount > CoroutineStack.poolCapacity { releaseIdle(in: sizeClass) }
+      return slab
     }
-    surplus.forEach { cu_fiber_free($0) }
+    if let empty { cu_stack_slab_free(empty.pointer) }
   }
 
-  /// Pooled fibers, all sizes.
+  /// Moves a pooled fiber out of the ready list's reach into its slab; returns the slab if that
+  /// left it empty (it is then forgotten, for the caller to unmap). Under `mutex`.
+  private func makeIdle(_ fiber: OpaquePointer, in sizeClass: SizeClass) -> Slab? {
+    let slab = sizeClass.slabs[UInt(bitPattern: cu_fiber_slab(fiber))]!
+    slab.idle.append(fiber)
+    sizeClass.idleCount += 1
+    return vacate(slab, in: sizeClass)
+  }
+
+  /// One occupant of `slab` has left: forgets the slab and returns it if it is now empty, else
+  /// makes sure it is offered to `take`. Under `mutex`.
+  private func vacate(_ slab: Slab, in sizeClass: SizeClass) -> Slab? {
+    slab.occupied -= 1
+    if slab.occupied == 0 {
+      sizeClass.slabs[slab.key] = nil
+      sizeClass.idleCount -= slab.idle.count
+      pooledTotal -= slab.idle.count
+      mappedTotal -= slab.idle.count
+      slab.isFreed = true
+      return slab
+    }
+    if !slab.isOpen {
+      slab.isOpen = true
+      sizeClass.open.append(slab)
+    }
+    return nil
+  }
+
+  /// Gives the memory of every idle fiber of `sizeClass` back, a run of neighbouring slots per
+  /// system call. Under `mutex`: a released slot must not be rebuilt before its pages are gone.
+  private func releaseIdle(in sizeClass: SizeClass) {
+    for slab in sizeClass.slabs.values where !slab.idle.isEmpty {
+      let slots = slab.idle.map { Int(cu_fiber_slot($0)) }.sorted()
+      var first = slots[0]
+      var last = first
+      for index in slots.dropFirst() {
+        if index == last + 1 {
+          last = index
+          continue
+        }
+        cu_stack_slab_release(slab.pointer, first, last - first + 1)
+        first = index
+        last = index
+      }
+      cu_stack_slab_release(slab.pointer, first, last - first + 1)
+      slab.released += slots
+      pooledTotal -= slots.count
+      mappedTotal -= slots.count
+      sizeClass.idleCount -= slots.count
+      slab.idle.removeAll()
+    }
+  }
+
+  /// Keeps at most `limit` finished fibers of each size; the memory of the others goes back to
+  /// the system (their slabs are unmapped once empty).
+  func trim(toPerSize limit: Int) {
+    let empty = mutex.withLock { _ -> [Slab] in
+      var empty: [Slab] = []
+      for sizeClass in classes.values {
+        while sizeClass.ready.count > limit, let fiber = sizeClass.ready.popLast() {
+          if let slab = makeIdle(fiber, in: sizeClass) { empty.append(slab) }
+        }
+        if sizeClass.idleCount + sizeClass.ready.count > limit { releaseIdle(in: sizeClass) }
+      }
+      return empty
+    }
+    empty.forEach { cu_stack_slab_free($0.pointer) }
+  }
+
+  /// The size class of `size`, created on first use. Under `mutex`. Most programs use one
+  /// size, so the last one found is kept at hand: hashing the size was a tenth of a pooled take.
+  private func sizeClass(_ size: Int) -> SizeClass {
+    if size == lastSize, let lastClass { return lastClass }
+    let found: SizeClass
+    if let existing = classes[size] {
+      found = existing
+    } else {
+      found = SizeClass()
+      classes[size] = found
+    }
+    lastSize = size
+    lastClass = found
+    return found
+  }
+
+  /// Pooled fibers (ready or idle), all sizes.
   var pooledCount: Int { mutex.withLock { _ in pooledTotal } }
   /// Mapped fibers (in use or pooled), all sizes.
   var mappedCount: Int { mutex.withLock { _ in mappedTotal } }
-  /// Pooled fibers of one size.
-  func pooledCount(size: Int) -> Int { mutex.withLock { _ in free[size]?.count ?? 0 } }
+  /// Pooled fibers (ready or idle) of one size.
+  func pooledCount(size: Int) -> Int {
+    mutex.withLock { _ in classes[size].map { $0.ready.count + $0.idleCount } ?? 0 }
+  }
   /// Fibers of one size in use by live coroutines (mapped and not pooled), read at one moment
   /// so that a concurrent trim cannot skew it.
-  func inUseCount(size: Int) -> Int {
-    mutex.withLock { _ in (mappedBySize[size] ?? 0) - (free[size]?.count ?? 0) }
-  }
+  func inUseCount(size: Int) -> Int { mutex.withLock { _ in classes[size]?.inUse ?? 0 } }
   /// Mapped fibers of one size (in use or pooled).
-  func mappedCount(size: Int) -> Int { mutex.withLock { _ in mappedBySize[size] ?? 0 } }
+  func mappedCount(size: Int) -> Int {
+    mutex.withLock { _ in classes[size].map { $0.inUse + $0.ready.count + $0.idleCount } ?? 0 }
+  }
+}
+
+/// The stacks of one size. Touched only under the pool's mutex, by code that calls nothing that
+/// could reach it again, so its fields skip the dynamic exclusivity checks.
+private final class SizeClass: @unchecked Sendable {  // touched only under the pool's mutex
+  /// Finished fibers to reuse first (last in, first out: its pages are the likeliest in cache).
+  @exclusivity(unchecked) var ready: [OpaquePointer] = []
+  /// Every slab of this size with at least one occupied slot, by address.
+  @exclusivity(unchecked) var slabs: [UInt: Slab] = [:]
+  /// Slabs that may have a free slot (some may be full by now; `take` drops those).
+  @exclusivity(unchecked) var open: [Slab] = []
+  @exclusivity(unchecked) var inUse = 0
+  /// Fibers idle in their slabs, holding memory until released.
+  @exclusivity(unchecked) var idleCount = 0
+}
+
+/// One slab's slots as the pool sees them. Touched only under the pool's mutex (unchecked
+/// fields, as for `SizeClass`).
+private final class Slab: @unchecked Sendable {  // touched only under the pool's mutex
+  let pointer: OpaquePointer
+  let count: Int
+  /// Slots in use or in the ready list; the slab is unmapped when this reaches 0.
+  @exclusivity(unchecked) var occupied = 0
+  /// Slots from here on have never been used.
+  @exclusivity(unchecked) var nextFresh = 0
+  /// Free slots whose memory was given back: their fiber must be built again.
+  @exclusivity(unchecked) var released: [Int] = []
+  /// Free fibers still holding their memory, not in the ready list.
+  @exclusivity(unchecked) var idle: [OpaquePointer] = []
+  @exclusivity(unchecked) var isOpen = false
+  @exclusivity(unchecked) var isFreed = false
+
+  init(_ pointer: OpaquePointer) {
+    self.pointer = pointer
+    self.count = cu_stack_slab_count(pointer)
+  }
+
+  var key: UInt { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(pointer))) }
 }

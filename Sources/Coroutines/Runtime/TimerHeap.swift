@@ -73,18 +73,38 @@ struct TimerEntry {
   }
 }
 
-/// A binary min-heap of timers ordered by deadline, then by insertion.
+/// Timers ordered by deadline, then by insertion: a binary min-heap, beside a first-in first-out
+/// run for timers that arrive in order.
 ///
 /// Sifting compares only the trivial keys, in place through a buffer pointer: copying an entry
 /// out to compare it would retain and release its object on every step, which was most of the
 /// cost of a `co_delay` with ten thousand sleepers.
+///
+/// Most timers arrive in deadline order: every `co_delay(d)` with the same `d` is due after all
+/// those armed before it. Such a timer is appended to the run, where adding and taking it cost
+/// O(1) instead of a sift through the heap (14 levels for 10 000 sleepers); only a timer due
+/// before the run's last one goes to the heap. The earlier of the two heads is the first timer.
 struct TimerHeap<Entry: TimerOrdered> {
   private var entries: [Entry] = []
+  /// Timers in order; those before `runHead` have been taken (and are nil).
+  private var run: [Entry?] = []
+  private var runHead = 0
 
-  var isEmpty: Bool { entries.isEmpty }
-  var first: Entry? { entries.first }
+  var isEmpty: Bool { entries.isEmpty && runHead == run.count }
+  /// How many timers are waiting (for tests).
+  var count: Int { entries.count + run.count - runHead }
+
+  var first: Entry? {
+    guard runHead < run.count, let runFirst = run[runHead] else { return entries.first }
+    guard let heapFirst = entries.first else { return runFirst }
+    return Self.isEarlier(heapFirst, than: runFirst) ? heapFirst : runFirst
+  }
 
   mutating func insert(_ entry: Entry) {
+    if runHead == run.count || !Self.isEarlier(entry, than: run[run.count - 1]!) {
+      run.append(entry)
+      return
+    }
     entries.append(entry)
     entries.withUnsafeMutableBufferPointer { heap in
       var child = heap.count - 1
@@ -98,6 +118,30 @@ struct TimerHeap<Entry: TimerOrdered> {
   }
 
   mutating func removeFirst() -> Entry? {
+    if runHead < run.count {
+      if let heapFirst = entries.first, Self.isEarlier(heapFirst, than: run[runHead]!) {
+        return removeFirstOfHeap()
+      }
+      return removeFirstOfRun()
+    }
+    return removeFirstOfHeap()
+  }
+
+  private mutating func removeFirstOfRun() -> Entry {
+    // Moved out, not copied: the slot lets go of its object at once (no retain and release).
+    let first = run[runHead].take()!
+    runHead += 1
+    if runHead == run.count {
+      run.removeAll(keepingCapacity: true)
+      runHead = 0
+    } else if runHead >= 1024, runHead * 2 >= run.count {
+      run.removeFirst(runHead)
+      runHead = 0
+    }
+    return first
+  }
+
+  private mutating func removeFirstOfHeap() -> Entry? {
     guard !entries.isEmpty else { return nil }
     entries.swapAt(0, entries.count - 1)
     let first = entries.removeLast()
@@ -122,5 +166,9 @@ struct TimerHeap<Entry: TimerOrdered> {
     -> Bool
   {
     (heap[i].deadline, heap[i].sequence) < (heap[j].deadline, heap[j].sequence)
+  }
+
+  private static func isEarlier(_ a: Entry, than b: Entry) -> Bool {
+    (a.deadline, a.sequence) < (b.deadline, b.sequence)
   }
 }
