@@ -159,7 +159,7 @@ func cancelBeforeStart(_ coroutine: Coroutine) {
 /// Keeps a finished coroutine live for its loop while its children run (see ``CoTask``).
 @usableFromInline
 func coroutineStillLive(_ coroutine: Coroutine) {
-  (coroutine.home as? any CoroutineAccounting)?.coroutineCreated()
+  accounting(of: coroutine.home)?.coroutineCreated()
 }
 
 /// A task as its parent and children see it, whatever its value type.
@@ -209,7 +209,7 @@ extension CoTask: TaskNode {
     }
     guard let settle else { return }
     settle()
-    (coroutine.home as? any CoroutineAccounting)?.coroutineFinished()
+    accounting(of: coroutine.home)?.coroutineFinished()
   }
 }
 

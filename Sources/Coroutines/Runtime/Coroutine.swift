@@ -88,7 +88,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
     self.state = Atomic(.created)
     self.work = .body(body)
-    self.accounting = scheduler as? any CoroutineAccounting
+    self.accounting = Coroutines.accounting(of: scheduler)
     CoroutineRegistry.coroutineCreated(self, accounting: accounting)
   }
 
