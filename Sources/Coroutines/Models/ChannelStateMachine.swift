@@ -2,13 +2,13 @@
 /// returns what must happen next (which waiting coroutines to wake); the storage wakes them
 /// after unlocking.
 ///
-/// Invariants, counting only waiters whose ticket is still pending:
+/// Invariants, counting only waiters whose wait is still unclaimed:
 /// - receivers wait only while the buffer is empty, and senders only while it is full;
 /// - once closed, nobody waits and nothing is added to the buffer.
 ///
-/// Waiters whose ticket another case has already won (the losing cases of a `co_select`, or a
-/// coroutine that gave up) may linger in the queues until their owner removes them; every
-/// operation skips them, because their claim fails.
+/// Waiters whose wait another party has already won (the losing cases of a `co_select`, or a
+/// coroutine that was cancelled) may linger in the queues until their owner removes them; every
+/// operation skips them, because their claim fails (see ``ReceiveWaiter``).
 @usableFromInline
 struct ChannelStateMachine<T> {
   @usableFromInline let capacity: Int
@@ -48,9 +48,8 @@ struct ChannelStateMachine<T> {
   mutating func send(_ value: T) -> SendDecision {
     if isClosed { return .closed }
     while let receiver = receivers.popFirst() {
-      if let claimed = receiver.ticket.claim(
-        receiver.index, deliver: { receiver.outcome = .value(value) })
-      {
+      if let claimed = receiver.claim() {
+        receiver.outcome = .value(value)
         return .sent(claimed)
       }
     }
@@ -66,7 +65,8 @@ struct ChannelStateMachine<T> {
       return .value(value, refillFromSender())
     }
     while let sender = senders.popFirst() {
-      if let claimed = sender.ticket.claim(sender.index, deliver: { sender.outcome = .delivered }) {
+      if let claimed = sender.claim() {
+        sender.outcome = .delivered
         return .value(sender.value, claimed)
       }
     }
@@ -77,7 +77,8 @@ struct ChannelStateMachine<T> {
   @inlinable
   mutating func refillFromSender() -> ClaimedWait? {
     while let sender = senders.popFirst() {
-      if let claimed = sender.ticket.claim(sender.index, deliver: { sender.outcome = .delivered }) {
+      if let claimed = sender.claim() {
+        sender.outcome = .delivered
         buffer.append(sender.value)
         return claimed
       }
@@ -116,14 +117,14 @@ struct ChannelStateMachine<T> {
     isClosed = true
     var woken: [ClaimedWait] = []
     for receiver in receivers.removeAll() {
-      if let claimed = receiver.ticket.claim(
-        receiver.index, deliver: { receiver.outcome = .closed })
-      {
+      if let claimed = receiver.claim() {
+        receiver.outcome = .closed
         woken.append(claimed)
       }
     }
     for sender in senders.removeAll() {
-      if let claimed = sender.ticket.claim(sender.index, deliver: { sender.outcome = .closed }) {
+      if let claimed = sender.claim() {
+        sender.outcome = .closed
         woken.append(claimed)
       }
     }

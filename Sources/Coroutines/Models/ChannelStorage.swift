@@ -16,6 +16,9 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
 
   // MARK: Operations that may wait
 
+  // A wait arms the coroutine's wait word under the lock, queues a waiter that holds its
+  // generation and parks: no resumer, ticket or closure is allocated, only the waiter.
+
   @inlinable
   func send(_ value: T) throws {
     let coroutine = try Coroutine.requireCurrent()
@@ -31,17 +34,20 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
       lock.unlock()
       throw CoroutineError.channelClosed
     case .full:
-      waiter = SendWaiter(ticket: ChannelTicket(), index: 0, value: value)
+      waiter = SendWaiter(coroutine: coroutine, generation: coroutine.armWait(), value: value)
       state.enqueue(waiter)
       lock.unlock()
     }
-    if waiter.ticket.wait(in: coroutine) == ChannelTicket.abandoned {
-      remove(waiter)
-      throw CancellationError()
-    }
+    coroutine.endWaitIfCancelled(waiter.generation)
+    coroutine.park()
     switch waiter.outcome {
     case .delivered: return
-    case .closed, nil: throw CoroutineError.channelClosed
+    case .closed: throw CoroutineError.channelClosed
+    case nil:
+      // Only cancellation ends the wait without an outcome; a receiver that claimed first
+      // would have written one, so the value was not taken.
+      remove(waiter)
+      throw CancellationError()
     }
   }
 
@@ -60,17 +66,18 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
       lock.unlock()
       throw CoroutineError.channelClosed
     case .empty:
-      waiter = ReceiveWaiter(ticket: ChannelTicket(), index: 0)
+      waiter = ReceiveWaiter(coroutine: coroutine, generation: coroutine.armWait())
       state.enqueue(waiter)
       lock.unlock()
     }
-    if waiter.ticket.wait(in: coroutine) == ChannelTicket.abandoned {
-      remove(waiter)
-      throw CancellationError()
-    }
+    coroutine.endWaitIfCancelled(waiter.generation)
+    coroutine.park()
     switch waiter.outcome {
     case .value(let value): return value
-    case .closed, nil: throw CoroutineError.channelClosed
+    case .closed: throw CoroutineError.channelClosed
+    case nil:
+      remove(waiter)
+      throw CancellationError()
     }
   }
 
@@ -110,20 +117,5 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
   @usableFromInline func remove(_ waiter: SendWaiter<T>) { lock.withLock { state.remove(waiter) } }
   @usableFromInline func remove(_ waiter: ReceiveWaiter<T>) {
     lock.withLock { state.remove(waiter) }
-  }
-}
-
-extension ChannelTicket {
-  @usableFromInline
-  /// Suspends `coroutine` until a claim wins this ticket or the coroutine is cancelled, and
-  /// returns the winning index (``abandoned`` when the coroutine gave up first).
-  func wait(in coroutine: Coroutine) -> Int {
-    do {
-      let _: Void = try coroutine.suspend { resumer in arm(resumer) }
-    } catch {
-      // Only cancellation ends the wait with an error; `settle` tells whether a claim won
-      // first, in which case its result stands and nothing is lost.
-    }
-    return settle()
   }
 }

@@ -1,6 +1,6 @@
 /// One operation of a `co_select`, type-erased over the channel's element type.
 ///
-/// The select calls ``attempt()`` and ``register(ticket:index:)`` while it holds the locks of
+/// The select calls ``attempt()`` and ``register(coroutine:generation:)`` while it holds the locks of
 /// every channel involved, so checking all the cases and, if none is ready, waiting on all of
 /// them happens as one step that no other operation can slip into.
 protocol SelectCase<Result>: AnyObject {
@@ -13,9 +13,12 @@ protocol SelectCase<Result>: AnyObject {
   /// waiter to wake, if any, or nil when the case is not ready.
   func attempt() -> ClaimedWait??
 
-  /// Leaves a waiter in the channel that completes this case when it wins `ticket` (the caller
-  /// holds ``lock``).
-  func register(ticket: ChannelTicket, index: Int)
+  /// Leaves a waiter in the channel that completes this case when it wins the coroutine's
+  /// armed wait of `generation` (the caller holds ``lock``).
+  func register(coroutine: Coroutine, generation: UInt64)
+
+  /// True once this case's waiter won the wait (read by the selecting coroutine after it woke).
+  var hasWon: Bool { get }
 
   /// Removes the waiter after another case won (takes ``lock`` itself).
   func unregister()
@@ -56,11 +59,13 @@ final class SelectReceive<T, Result>: SelectCase {
     }
   }
 
-  func register(ticket: ChannelTicket, index: Int) {
-    let waiter = ReceiveWaiter<T>(ticket: ticket, index: index)
+  func register(coroutine: Coroutine, generation: UInt64) {
+    let waiter = ReceiveWaiter<T>(coroutine: coroutine, generation: generation)
     self.waiter = waiter
     storage.enqueueHoldingLock(waiter)
   }
+
+  var hasWon: Bool { waiter?.outcome != nil }
 
   func unregister() {
     if let waiter { storage.remove(waiter) }
@@ -106,11 +111,13 @@ final class SelectSend<T, Result>: SelectCase {
     }
   }
 
-  func register(ticket: ChannelTicket, index: Int) {
-    let waiter = SendWaiter(ticket: ticket, index: index, value: value)
+  func register(coroutine: Coroutine, generation: UInt64) {
+    let waiter = SendWaiter(coroutine: coroutine, generation: generation, value: value)
     self.waiter = waiter
     storage.enqueueHoldingLock(waiter)
   }
+
+  var hasWon: Bool { waiter?.outcome != nil }
 
   func unregister() {
     if let waiter { storage.remove(waiter) }
