@@ -13,8 +13,8 @@
 struct ChannelStateMachine<T> {
   @usableFromInline let capacity: Int
   @usableFromInline var buffer = FIFO<T>()
-  @usableFromInline var senders = FIFO<SendWaiter<T>>()
-  @usableFromInline var receivers = FIFO<ReceiveWaiter<T>>()
+  @usableFromInline var senders = WaiterQueue<SendWaiter<T>>()
+  @usableFromInline var receivers = WaiterQueue<ReceiveWaiter<T>>()
   @usableFromInline var isClosed = false
 
   @usableFromInline
@@ -48,8 +48,8 @@ struct ChannelStateMachine<T> {
   mutating func send(_ value: T) -> SendDecision {
     if isClosed { return .closed }
     while let receiver = receivers.popFirst() {
-      if let claimed = receiver.claim() {
-        receiver.outcome = .value(value)
+      if let claimed = claimWait(receiver.pointee.coroutine, receiver.pointee.generation) {
+        receiver.pointee.outcome = .value(value)
         return .sent(claimed)
       }
     }
@@ -61,13 +61,14 @@ struct ChannelStateMachine<T> {
   /// Takes a value without waiting.
   @inlinable
   mutating func receive() -> ReceiveDecision {
-    if let value = buffer.popFirst() {
+    // `isEmpty` first: inlined, it spares a rendezvous channel a call that finds nothing.
+    if !buffer.isEmpty, let value = buffer.popFirst() {
       return .value(value, refillFromSender())
     }
     while let sender = senders.popFirst() {
-      if let claimed = sender.claim() {
-        sender.outcome = .delivered
-        return .value(sender.value, claimed)
+      if let claimed = claimWait(sender.pointee.coroutine, sender.pointee.generation) {
+        sender.pointee.outcome = .delivered
+        return .value(sender.pointee.value, claimed)
       }
     }
     return isClosed ? .closed : .empty
@@ -77,9 +78,9 @@ struct ChannelStateMachine<T> {
   @inlinable
   mutating func refillFromSender() -> ClaimedWait? {
     while let sender = senders.popFirst() {
-      if let claimed = sender.claim() {
-        sender.outcome = .delivered
-        buffer.append(sender.value)
+      if let claimed = claimWait(sender.pointee.coroutine, sender.pointee.generation) {
+        sender.pointee.outcome = .delivered
+        buffer.append(sender.pointee.value)
         return claimed
       }
     }
@@ -89,25 +90,25 @@ struct ChannelStateMachine<T> {
   /// Queues a sender that found the channel full (only after `send` returned `.full` under the
   /// same lock).
   @inlinable
-  mutating func enqueue(_ sender: SendWaiter<T>) {
+  mutating func enqueue(_ sender: SendWaiterPointer<T>) {
     senders.append(sender)
   }
 
   /// Queues a receiver that found the channel empty (only after `receive` returned `.empty`
   /// under the same lock).
   @inlinable
-  mutating func enqueue(_ receiver: ReceiveWaiter<T>) {
+  mutating func enqueue(_ receiver: ReceiveWaiterPointer<T>) {
     receivers.append(receiver)
   }
 
   /// Forgets a waiter whose coroutine stopped waiting; a no-op if an operation already took it.
-  mutating func remove(_ sender: SendWaiter<T>) {
-    senders.removeFirst(where: { $0 === sender })
+  mutating func remove(_ sender: SendWaiterPointer<T>) {
+    senders.remove(sender)
   }
 
   /// Forgets a waiter whose coroutine stopped waiting; a no-op if an operation already took it.
-  mutating func remove(_ receiver: ReceiveWaiter<T>) {
-    receivers.removeFirst(where: { $0 === receiver })
+  mutating func remove(_ receiver: ReceiveWaiterPointer<T>) {
+    receivers.remove(receiver)
   }
 
   /// Closes the channel: the buffer stays for receivers, and every waiter is told it is closed.
@@ -117,14 +118,14 @@ struct ChannelStateMachine<T> {
     isClosed = true
     var woken: [ClaimedWait] = []
     for receiver in receivers.removeAll() {
-      if let claimed = receiver.claim() {
-        receiver.outcome = .closed
+      if let claimed = claimWait(receiver.pointee.coroutine, receiver.pointee.generation) {
+        receiver.pointee.outcome = .closed
         woken.append(claimed)
       }
     }
     for sender in senders.removeAll() {
-      if let claimed = sender.claim() {
-        sender.outcome = .closed
+      if let claimed = claimWait(sender.pointee.coroutine, sender.pointee.generation) {
+        sender.pointee.outcome = .closed
         woken.append(claimed)
       }
     }

@@ -16,15 +16,16 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
 
   // MARK: Operations that may wait
 
-  // A wait arms the coroutine's wait word under the lock, queues a waiter that holds its
-  // generation and parks: no resumer, ticket or closure is allocated, only the waiter.
+  // A wait arms the coroutine's wait word under the lock, queues a pointer to a waiter in its
+  // own frame and parks: nothing is allocated and nothing retained, except on a shared stack,
+  // whose frames may not be pointed into while parked (another coroutine may be using those
+  // addresses when the other side writes the outcome), so the waiter goes on the heap there.
 
   @inlinable
   func send(_ value: T) throws {
     let coroutine = try Coroutine.requireCurrent()
     if coroutine.isCancelled { throw CancellationError() }
     lock.lock()
-    let waiter: SendWaiter<T>
     switch state.send(value) {
     case .sent(let claimed):
       lock.unlock()
@@ -34,13 +35,28 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
       lock.unlock()
       throw CoroutineError.channelClosed
     case .full:
-      waiter = SendWaiter(coroutine: coroutine, generation: coroutine.armWait(), value: value)
-      state.enqueue(waiter)
-      lock.unlock()
+      break
     }
-    coroutine.endWaitIfCancelled(waiter.generation)
+    var waiter = SendWaiter(coroutine: coroutine, generation: coroutine.armWait(), value: value)
+    if coroutine.usesSharedStack {
+      let onHeap = SendWaiterPointer<T>.allocate(capacity: 1)
+      onHeap.initialize(to: waiter)
+      defer { onHeap.deinitialize(count: 1).deallocate() }
+      try waitToSend(onHeap, in: coroutine)
+    } else {
+      try withUnsafeMutablePointer(to: &waiter) { try waitToSend($0, in: coroutine) }
+    }
+  }
+
+  /// Queues `waiter` (the lock is held, and the coroutine's wait armed), unlocks and parks
+  /// until a receiver, `close()` or cancellation ends the wait.
+  @inlinable
+  func waitToSend(_ waiter: SendWaiterPointer<T>, in coroutine: Coroutine) throws {
+    state.enqueue(waiter)
+    lock.unlock()
+    coroutine.endWaitIfCancelled(waiter.pointee.generation)
     coroutine.park()
-    switch waiter.outcome {
+    switch waiter.pointee.outcome {
     case .delivered: return
     case .closed: throw CoroutineError.channelClosed
     case nil:
@@ -56,7 +72,6 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     let coroutine = try Coroutine.requireCurrent()
     if coroutine.isCancelled { throw CancellationError() }
     lock.lock()
-    let waiter: ReceiveWaiter<T>
     switch state.receive() {
     case .value(let value, let claimed):
       lock.unlock()
@@ -66,13 +81,27 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
       lock.unlock()
       throw CoroutineError.channelClosed
     case .empty:
-      waiter = ReceiveWaiter(coroutine: coroutine, generation: coroutine.armWait())
-      state.enqueue(waiter)
-      lock.unlock()
+      break
     }
-    coroutine.endWaitIfCancelled(waiter.generation)
+    var waiter = ReceiveWaiter<T>(coroutine: coroutine, generation: coroutine.armWait())
+    if coroutine.usesSharedStack {
+      let onHeap = ReceiveWaiterPointer<T>.allocate(capacity: 1)
+      onHeap.initialize(to: waiter)
+      defer { onHeap.deinitialize(count: 1).deallocate() }
+      return try waitToReceive(onHeap, in: coroutine)
+    }
+    return try withUnsafeMutablePointer(to: &waiter) { try waitToReceive($0, in: coroutine) }
+  }
+
+  /// Queues `waiter` (the lock is held, and the coroutine's wait armed), unlocks and parks
+  /// until a sender, `close()` or cancellation ends the wait.
+  @inlinable
+  func waitToReceive(_ waiter: ReceiveWaiterPointer<T>, in coroutine: Coroutine) throws -> T {
+    state.enqueue(waiter)
+    lock.unlock()
+    coroutine.endWaitIfCancelled(waiter.pointee.generation)
     coroutine.park()
-    switch waiter.outcome {
+    switch waiter.pointee.outcome.take() {
     case .value(let value): return value
     case .closed: throw CoroutineError.channelClosed
     case nil:
@@ -112,10 +141,12 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
 
   func sendHoldingLock(_ value: T) -> ChannelStateMachine<T>.SendDecision { state.send(value) }
   func receiveHoldingLock() -> ChannelStateMachine<T>.ReceiveDecision { state.receive() }
-  func enqueueHoldingLock(_ waiter: SendWaiter<T>) { state.enqueue(waiter) }
-  func enqueueHoldingLock(_ waiter: ReceiveWaiter<T>) { state.enqueue(waiter) }
-  @usableFromInline func remove(_ waiter: SendWaiter<T>) { lock.withLock { state.remove(waiter) } }
-  @usableFromInline func remove(_ waiter: ReceiveWaiter<T>) {
+  func enqueueHoldingLock(_ waiter: SendWaiterPointer<T>) { state.enqueue(waiter) }
+  func enqueueHoldingLock(_ waiter: ReceiveWaiterPointer<T>) { state.enqueue(waiter) }
+  @usableFromInline func remove(_ waiter: SendWaiterPointer<T>) {
+    lock.withLock { state.remove(waiter) }
+  }
+  @usableFromInline func remove(_ waiter: ReceiveWaiterPointer<T>) {
     lock.withLock { state.remove(waiter) }
   }
 }

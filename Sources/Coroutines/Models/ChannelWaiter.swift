@@ -1,76 +1,159 @@
-/// A coroutine waiting on a channel: a receiver, or a sender holding its value.
+/// A coroutine waiting on a channel to receive: it lives in the waiting coroutine's own frame
+/// (on the heap for a shared-stack coroutine, or for a `co_select` case), and the channel's
+/// queue holds a pointer to it, so a wait allocates nothing and the queue retains nothing.
 ///
-/// A waiter carries no lock and no resumer of its own: it is claimed through its coroutine's
-/// wait word (`Coroutine.claim`), which already makes "the first claim wins" exclusive across
-/// every party that may end the wait — the channel operation that completes it, another case
-/// of the same `co_select`, the select's timeout, the coroutine's cancellation. The winner
-/// writes `outcome` under the channel's lock right after its claim, and wakes the coroutine
-/// only after dropping its locks, so the coroutine reads `outcome` once it runs again.
+/// A waiter carries no lock and no resumer: it is claimed through its coroutine's wait word
+/// (`Coroutine.claim`), which already makes "the first claim wins" exclusive across every
+/// party that may end the wait — the channel operation that completes it, another case of the
+/// same `co_select`, the select's timeout, the coroutine's cancellation. The winner pops the
+/// waiter, claims it and writes `outcome` under the channel's lock, and wakes the coroutine
+/// only after dropping its locks; the coroutine reads `outcome` once it runs again.
 ///
-/// A waiter whose wait another party won (a losing select case, a cancelled coroutine) may
-/// linger in its queue until its owner removes it: every operation skips it, because its
-/// claim fails — even after the coroutine has armed later waits, whose generations differ.
+/// Lifetime: a waiter's pointer stays in a queue only while its storage is alive. Whoever
+/// completes a waiter has popped it first; a waiter that no operation completed (its
+/// coroutine was cancelled, or another case of its select won) is removed by its owner, under
+/// the channel's lock, before the storage goes. Until then operations that pop it skip it,
+/// because its claim fails — even once the coroutine has armed later waits, whose generations
+/// differ. So the unowned `coroutine` is alive whenever a lock holder reads it: the coroutine
+/// cannot finish while it still has a waiter queued.
 @usableFromInline
-final class ReceiveWaiter<T>: @unchecked Sendable {  // `outcome`: written once by the claim winner
+struct ReceiveWaiter<T>: QueuedWaiter {
   @usableFromInline
   enum Outcome {
     case value(T)
     case closed
   }
 
-  @usableFromInline let coroutine: Coroutine
+  @usableFromInline let coroutine: Unmanaged<Coroutine>
   @usableFromInline let generation: UInt64
-  // Unchecked: written once, by the claim winner under the channel's lock, and read by the
-  // coroutine only after that winner woke it.
-  @usableFromInline @exclusivity(unchecked) var outcome: Outcome?
+  /// Written once, by the claim winner under the channel's lock; read by the coroutine only
+  /// after that winner woke it.
+  @usableFromInline var outcome: Outcome?
+  @usableFromInline var links = WaiterLinks<Self>()
 
   @inlinable
   init(coroutine: Coroutine, generation: UInt64) {
-    self.coroutine = coroutine
+    self.coroutine = .passUnretained(coroutine)
     self.generation = generation
-  }
-
-  /// Wins the wait, or returns nil when another party already ended it. On success the caller
-  /// writes `outcome` before dropping the channel's lock, then wakes the returned wait.
-  @inlinable
-  func claim() -> ClaimedWait? {
-    coroutine.claim(generation) ? ClaimedWait(coroutine: coroutine) : nil
   }
 }
 
 /// A sender waiting on a full channel with its value; see ``ReceiveWaiter``.
 @usableFromInline
-final class SendWaiter<T>: @unchecked Sendable {  // `outcome`: written once by the claim winner
+struct SendWaiter<T>: QueuedWaiter {
   @usableFromInline
   enum Outcome {
     case delivered
     case closed
   }
 
-  @usableFromInline let coroutine: Coroutine
+  @usableFromInline let coroutine: Unmanaged<Coroutine>
   @usableFromInline let generation: UInt64
   @usableFromInline let value: T
-  // Unchecked: written once, by the claim winner under the channel's lock, and read by the
-  // coroutine only after that winner woke it.
-  @usableFromInline @exclusivity(unchecked) var outcome: Outcome?
+  /// Written once, by the claim winner under the channel's lock; read by the coroutine only
+  /// after that winner woke it.
+  @usableFromInline var outcome: Outcome?
+  @usableFromInline var links = WaiterLinks<Self>()
 
   @inlinable
   init(coroutine: Coroutine, generation: UInt64, value: T) {
-    self.coroutine = coroutine
+    self.coroutine = .passUnretained(coroutine)
     self.generation = generation
     self.value = value
   }
+}
 
-  /// Wins the wait, or returns nil when another party already ended it; see
-  /// ``ReceiveWaiter/claim()``.
+/// Where a queued waiter lives (see ``ReceiveWaiter`` for why a pointer is safe).
+@usableFromInline typealias ReceiveWaiterPointer<T> = UnsafeMutablePointer<ReceiveWaiter<T>>
+/// Where a queued waiter lives (see ``ReceiveWaiter`` for why a pointer is safe).
+@usableFromInline typealias SendWaiterPointer<T> = UnsafeMutablePointer<SendWaiter<T>>
+
+/// Wins the wait of `coroutine`'s `generation`, or returns nil when another party already
+/// ended it. On success the caller writes the waiter's outcome before dropping the channel's
+/// lock, then wakes the returned wait.
+@inlinable
+func claimWait(_ coroutine: Unmanaged<Coroutine>, _ generation: UInt64) -> ClaimedWait? {
+  let won = coroutine._withUnsafeGuaranteedRef { $0.claim(generation) }
+  return won ? ClaimedWait(coroutine: coroutine.takeUnretainedValue()) : nil
+}
+
+/// A waiter that a ``WaiterQueue`` links through its own storage.
+@usableFromInline
+protocol QueuedWaiter {
+  var links: WaiterLinks<Self> { get set }
+}
+
+/// A waiter's place in its queue: the links live in the waiter, so queueing allocates nothing.
+@usableFromInline
+struct WaiterLinks<Waiter> {
+  @usableFromInline var next: UnsafeMutablePointer<Waiter>?
+  @usableFromInline var previous: UnsafeMutablePointer<Waiter>?
+  @usableFromInline var isQueued = false
+
+  @inlinable init() {}
+}
+
+/// A channel's queue of waiting senders or receivers, in arrival order: a doubly linked list
+/// threaded through the waiters themselves, so appending, popping and removing a waiter that
+/// gave up are O(1) and allocate nothing (see ``ReceiveWaiter`` for why pointers are safe).
+@usableFromInline
+struct WaiterQueue<Waiter: QueuedWaiter> {
+  @usableFromInline var head: UnsafeMutablePointer<Waiter>?
+  @usableFromInline var tail: UnsafeMutablePointer<Waiter>?
+
+  @inlinable init() {}
+
+  @inlinable var isEmpty: Bool { head == nil }
+
   @inlinable
-  func claim() -> ClaimedWait? {
-    coroutine.claim(generation) ? ClaimedWait(coroutine: coroutine) : nil
+  mutating func append(_ waiter: UnsafeMutablePointer<Waiter>) {
+    waiter.pointee.links.previous = tail
+    waiter.pointee.links.next = nil
+    waiter.pointee.links.isQueued = true
+    if let tail { tail.pointee.links.next = waiter } else { head = waiter }
+    tail = waiter
+  }
+
+  @inlinable
+  mutating func popFirst() -> UnsafeMutablePointer<Waiter>? {
+    guard let first = head else { return nil }
+    unlink(first)
+    return first
+  }
+
+  /// Takes `waiter` out of the queue; does nothing if it is not queued (an operation popped it).
+  @inlinable
+  mutating func remove(_ waiter: UnsafeMutablePointer<Waiter>) {
+    if waiter.pointee.links.isQueued { unlink(waiter) }
+  }
+
+  /// Empties the queue and returns its waiters, first to last.
+  mutating func removeAll() -> [UnsafeMutablePointer<Waiter>] {
+    var all: [UnsafeMutablePointer<Waiter>] = []
+    while let waiter = popFirst() { all.append(waiter) }
+    return all
+  }
+
+  @inlinable
+  mutating func unlink(_ waiter: UnsafeMutablePointer<Waiter>) {
+    let links = waiter.pointee.links
+    if let previous = links.previous {
+      previous.pointee.links.next = links.next
+    } else {
+      head = links.next
+    }
+    if let next = links.next {
+      next.pointee.links.previous = links.previous
+    } else {
+      tail = links.previous
+    }
+    waiter.pointee.links = WaiterLinks()
   }
 }
 
 /// A won wait whose coroutine must be woken once the winner has dropped its locks (waking may
 /// take the coroutine's scheduler's lock, and the coroutine may run at once on another thread).
+/// Holds the coroutine strongly: once woken it may finish before `wake()` returns.
 @usableFromInline
 struct ClaimedWait {
   @usableFromInline let coroutine: Coroutine

@@ -33,7 +33,9 @@ final class SelectReceive<T, Result>: SelectCase {
   private let handler: (T) throws -> Result
   private let onClosed: (() throws -> Result)?
   private var immediate: ReceiveWaiter<T>.Outcome?
-  private var waiter: ReceiveWaiter<T>?
+  /// On the heap: the case object outlives the wait, and the select's frame may be on a
+  /// shared stack. Out of every queue before the case is released (see `unregister()`).
+  private var waiter: ReceiveWaiterPointer<T>?
 
   init(
     storage: ChannelStorage<T>, onClosed: (() throws -> Result)?,
@@ -60,19 +62,24 @@ final class SelectReceive<T, Result>: SelectCase {
   }
 
   func register(coroutine: Coroutine, generation: UInt64) {
-    let waiter = ReceiveWaiter<T>(coroutine: coroutine, generation: generation)
+    let waiter = ReceiveWaiterPointer<T>.allocate(capacity: 1)
+    waiter.initialize(to: ReceiveWaiter(coroutine: coroutine, generation: generation))
     self.waiter = waiter
     storage.enqueueHoldingLock(waiter)
   }
 
-  var hasWon: Bool { waiter?.outcome != nil }
+  var hasWon: Bool { waiter?.pointee.outcome != nil }
+
+  deinit {
+    waiter?.deinitialize(count: 1).deallocate()
+  }
 
   func unregister() {
     if let waiter { storage.remove(waiter) }
   }
 
   func complete() throws -> Result {
-    switch immediate ?? waiter?.outcome {
+    switch immediate ?? waiter?.pointee.outcome {
     case .value(let value):
       return try handler(value)
     case .closed, nil:
@@ -88,7 +95,9 @@ final class SelectSend<T, Result>: SelectCase {
   private let value: T
   private let handler: () throws -> Result
   private var immediate: SendWaiter<T>.Outcome?
-  private var waiter: SendWaiter<T>?
+  /// On the heap: the case object outlives the wait, and the select's frame may be on a
+  /// shared stack. Out of every queue before the case is released (see `unregister()`).
+  private var waiter: SendWaiterPointer<T>?
 
   init(storage: ChannelStorage<T>, value: T, handler: @escaping () throws -> Result) {
     self.storage = storage
@@ -112,19 +121,24 @@ final class SelectSend<T, Result>: SelectCase {
   }
 
   func register(coroutine: Coroutine, generation: UInt64) {
-    let waiter = SendWaiter(coroutine: coroutine, generation: generation, value: value)
+    let waiter = SendWaiterPointer<T>.allocate(capacity: 1)
+    waiter.initialize(to: SendWaiter(coroutine: coroutine, generation: generation, value: value))
     self.waiter = waiter
     storage.enqueueHoldingLock(waiter)
   }
 
-  var hasWon: Bool { waiter?.outcome != nil }
+  var hasWon: Bool { waiter?.pointee.outcome != nil }
+
+  deinit {
+    waiter?.deinitialize(count: 1).deallocate()
+  }
 
   func unregister() {
     if let waiter { storage.remove(waiter) }
   }
 
   func complete() throws -> Result {
-    switch immediate ?? waiter?.outcome {
+    switch immediate ?? waiter?.pointee.outcome {
     case .delivered:
       return try handler()
     case .closed, nil:
