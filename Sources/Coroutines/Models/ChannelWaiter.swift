@@ -31,8 +31,9 @@ struct ReceiveWaiter<T>: QueuedWaiter {
   @usableFromInline var outcome: Outcome?
   @usableFromInline var links = WaiterLinks<Self>()
 
+  // `borrowing`: an owned argument cost a retain and a release per wait.
   @inlinable
-  init(coroutine: Coroutine, generation: UInt64) {
+  init(coroutine: borrowing Coroutine, generation: UInt64) {
     self.coroutine = .passUnretained(coroutine)
     self.generation = generation
   }
@@ -56,7 +57,7 @@ struct SendWaiter<T>: QueuedWaiter {
   @usableFromInline var links = WaiterLinks<Self>()
 
   @inlinable
-  init(coroutine: Coroutine, generation: UInt64, value: T) {
+  init(coroutine: borrowing Coroutine, generation: UInt64, value: T) {
     self.coroutine = .passUnretained(coroutine)
     self.generation = generation
     self.value = value
@@ -73,8 +74,7 @@ struct SendWaiter<T>: QueuedWaiter {
 /// lock, then wakes the returned wait.
 @inlinable
 func claimWait(_ coroutine: Unmanaged<Coroutine>, _ generation: UInt64) -> ClaimedWait? {
-  let won = coroutine._withUnsafeGuaranteedRef { $0.claim(generation) }
-  return won ? ClaimedWait(coroutine: coroutine.takeUnretainedValue()) : nil
+  coroutine._withUnsafeGuaranteedRef { $0.claim(generation) } ? ClaimedWait(coroutine) : nil
 }
 
 /// A waiter that a ``WaiterQueue`` links through its own storage.
@@ -153,17 +153,21 @@ struct WaiterQueue<Waiter: QueuedWaiter> {
 
 /// A won wait whose coroutine must be woken once the winner has dropped its locks (waking may
 /// take the coroutine's scheduler's lock, and the coroutine may run at once on another thread).
-/// Holds the coroutine strongly: once woken it may finish before `wake()` returns.
+///
+/// Unowned, which spares two retains and releases per hand-over: until `wake()` changes its
+/// state, the claimed coroutine cannot run, so its own frame (which holds it) keeps it alive;
+/// and `Coroutine.wake` no longer touches the coroutine once its state change lets it run,
+/// except to queue it, which happens before it can run.
 @usableFromInline
 struct ClaimedWait {
-  @usableFromInline let coroutine: Coroutine
+  @usableFromInline let coroutine: Unmanaged<Coroutine>
 
   @inlinable
-  init(coroutine: Coroutine) {
+  init(_ coroutine: Unmanaged<Coroutine>) {
     self.coroutine = coroutine
   }
 
   /// Wakes the waiting coroutine (if it has not parked yet, its `park()` returns at once).
   @inlinable
-  func wake() { coroutine.wake() }
+  func wake() { coroutine._withUnsafeGuaranteedRef { $0.wake() } }
 }
