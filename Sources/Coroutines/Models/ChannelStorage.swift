@@ -101,7 +101,10 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     lock.unlock()
     coroutine.endWaitIfCancelled(waiter.pointee.generation)
     coroutine.park()
-    switch waiter.pointee.outcome.take() {
+    // A read, not `take()`: a cancelled waiter reads its (empty) outcome while a sender, under
+    // the lock, may still pop it and read its other fields; a modifying access to the waiter
+    // would overlap that read (ThreadSanitizer reported it), a read does not.
+    switch waiter.pointee.outcome {
     case .value(let value): return value
     case .closed: throw CoroutineError.channelClosed
     case nil:
