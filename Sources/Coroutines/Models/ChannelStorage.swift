@@ -52,9 +52,11 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
   /// until a receiver, `close()` or cancellation ends the wait.
   @inlinable
   func waitToSend(_ waiter: SendWaiterPointer<T>, in coroutine: Coroutine) throws {
+    // Read before unlocking: from then on, the waiter is the other side's to write.
+    let generation = waiter.pointee.generation
     state.enqueue(waiter)
     lock.unlock()
-    coroutine.endWaitIfCancelled(waiter.pointee.generation)
+    coroutine.endWaitIfCancelled(generation)
     coroutine.park()
     switch waiter.pointee.outcome {
     case .delivered: return
@@ -97,9 +99,11 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
   /// until a sender, `close()` or cancellation ends the wait.
   @inlinable
   func waitToReceive(_ waiter: ReceiveWaiterPointer<T>, in coroutine: Coroutine) throws -> T {
+    // Read before unlocking: from then on, the waiter is the other side's to write.
+    let generation = waiter.pointee.generation
     state.enqueue(waiter)
     lock.unlock()
-    coroutine.endWaitIfCancelled(waiter.pointee.generation)
+    coroutine.endWaitIfCancelled(generation)
     coroutine.park()
     // A read, not `take()`: a cancelled waiter reads its (empty) outcome while a sender, under
     // the lock, may still pop it and read its other fields; a modifying access to the waiter
