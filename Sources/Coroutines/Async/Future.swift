@@ -9,22 +9,25 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   // The state is `@usableFromInline` and the hot paths `@inlinable`, so that a caller in another
   // module runs them specialised for its `T`: unspecialised, every settle, observe and read
   // looked up the metadata of `Result<T, any Error>?` and `Observers` in the runtime's tables.
+  // The members are `final` too: CoFuture has subclasses, so a member that could be overridden
+  // was called through the class's table, unspecialised, even from specialised code (each
+  // such call looked the metadata up again: about five look-ups per await of a promise).
   // `@exclusivity(unchecked)`: the three fields are only touched inside `futureLock`, and no access
   // calls out to code that could reach them again (observers run after the lock is dropped).
   @usableFromInline let futureLock = Mutex<Void>(())
-  @usableFromInline @exclusivity(unchecked) var futureOutcome: Result<T, any Error>?
-  @usableFromInline @exclusivity(unchecked) var futureObservers = Observers()
+  @usableFromInline @exclusivity(unchecked) final var futureOutcome: Result<T, any Error>?
+  @usableFromInline @exclusivity(unchecked) final var futureObservers = Observers()
   /// Whether anyone has looked at the outcome (see ``CoUnhandledErrors``).
-  @usableFromInline @exclusivity(unchecked) var futureObserved = false
+  @usableFromInline @exclusivity(unchecked) final var futureObserved = false
   /// Whether the outcome is a failure: lets a task's deinitialiser, which runs unspecialised,
   /// skip reading the generic outcome (a metadata look-up) when there is no error to report.
-  @usableFromInline @exclusivity(unchecked) var futureFailed = false
+  @usableFromInline @exclusivity(unchecked) final var futureFailed = false
 
   @inlinable init() {}
 
   /// The outcome once settled; `nil` while pending. Reading it counts as observing the future.
   @inlinable
-  public var result: Result<T, any Error>? {
+  public final var result: Result<T, any Error>? {
     futureLock.withLock { _ in
       futureObserved = true
       return futureOutcome
@@ -32,29 +35,29 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   }
 
   /// True once the future has settled. Asking does not count as observing the outcome.
-  public var isSettled: Bool { peek != nil }
+  public final var isSettled: Bool { peek != nil }
 
   /// Calls `callback` once with the outcome: on the thread that settles the future, right after
   /// it settles, or at once on this thread if it already has. Counts as observing the future.
   @inlinable
-  public func whenComplete(_ callback: @escaping (Result<T, any Error>) -> Void) {
+  public final func whenComplete(_ callback: @escaping (Result<T, any Error>) -> Void) {
     observe(callback, marking: true)
   }
 
   /// Like ``whenComplete(_:)``, for the runtime's own bookkeeping (scopes, parents), which must
   /// not make an error count as handled.
   @inlinable
-  func whenSettled(_ callback: @escaping (Result<T, any Error>) -> Void) {
+  final func whenSettled(_ callback: @escaping (Result<T, any Error>) -> Void) {
     observe(callback, marking: false)
   }
 
   /// The outcome, without counting as an observation.
   @inlinable
-  var peek: Result<T, any Error>? { futureLock.withLock { _ in futureOutcome } }
+  final var peek: Result<T, any Error>? { futureLock.withLock { _ in futureOutcome } }
 
   /// True once someone awaited, observed or read the outcome.
   @inlinable
-  var wasObserved: Bool { futureLock.withLock { _ in futureObserved } }
+  final var wasObserved: Bool { futureLock.withLock { _ in futureObserved } }
 
   /// True once the future has failed and nobody has observed it; reads nothing generic.
   @usableFromInline
@@ -63,14 +66,27 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   }
 
   @inlinable
-  func observe(_ callback: @escaping (Result<T, any Error>) -> Void, marking: Bool) {
+  final func observe(_ callback: @escaping (Result<T, any Error>) -> Void, marking: Bool) {
+    observe(.callback(callback), marking: marking)
+  }
+
+  /// Resumes `resumer` with the outcome, like ``whenComplete(_:)`` with `resumer.resume` but
+  /// without allocating a closure for it: the await path (`co_await`) uses this. Counts as
+  /// observing the future.
+  @inlinable
+  final func whenComplete(resuming resumer: CoroutineResumer<T>) {
+    observe(.resumer(resumer), marking: true)
+  }
+
+  @inlinable
+  final func observe(_ observer: Observer, marking: Bool) {
     let settled = futureLock.withLock { _ -> Result<T, any Error>? in
       if marking { futureObserved = true }
       if let futureOutcome { return futureOutcome }
-      futureObservers.append(callback)
+      futureObservers.append(observer)
       return nil
     }
-    if let settled { callback(settled) }
+    if let settled { observer.notify(settled) }
   }
 
   /// Rejects a pending future with `CancellationError`; does nothing once settled.
@@ -80,14 +96,23 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
 
   /// Waits for the outcome inside a coroutine; see `co_await(_:)`.
   @inlinable
-  public func await() throws -> T {
+  public final func await() throws -> T {
     try co_await(self)
   }
 
   /// Settles the future if it is pending; returns false when it had already settled.
   @discardableResult
   @inlinable
-  func settle(_ result: Result<T, any Error>) -> Bool {
+  final func settle(_ result: Result<T, any Error>) -> Bool {
+    guard settleOutcome(result) else { return false }
+    didSettle()
+    return true
+  }
+
+  /// Stores `result` and notifies the observers, if the future is pending; without
+  /// ``didSettle()``.
+  @inlinable
+  final func settleOutcome(_ result: Result<T, any Error>) -> Bool {
     let toNotify = futureLock.withLock { _ -> Observers? in
       guard futureOutcome == nil else { return nil }
       futureOutcome = result
@@ -95,22 +120,42 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
       return futureObservers.takeAll()
     }
     guard let toNotify else { return false }
-    toNotify.forEach { $0(result) }
+    toNotify.forEach { $0.notify(result) }
     return true
   }
 
-  /// Observers stored without an array for the common case of one.
+  /// Called once, after ``settle(_:)`` settled the future and notified its observers: a
+  /// subclass's hook (``LinkedFuture`` cancels its inputs here). Not generic, so overriding it
+  /// leaves `settle` specialised.
+  @usableFromInline
+  func didSettle() {}
+
+  /// One observer: a callback, or a waiting coroutine's resumer (which needs no closure).
+  @usableFromInline
+  enum Observer {
+    case callback((Result<T, any Error>) -> Void)
+    case resumer(CoroutineResumer<T>)
+
+    @inlinable
+    func notify(_ result: Result<T, any Error>) {
+      switch self {
+      case .callback(let callback): callback(result)
+      case .resumer(let resumer): resumer.resume(result)
+      }
+    }
+  }
+
+  /// Observers in registration order, stored without an array for the common case of one.
   @usableFromInline
   struct Observers {
-    @usableFromInline typealias Callback = (Result<T, any Error>) -> Void
-    @usableFromInline var first: Callback?
-    @usableFromInline var rest: [Callback] = []
+    @usableFromInline var first: Observer?
+    @usableFromInline var rest: [Observer] = []
 
     @inlinable init() {}
 
     @inlinable
-    mutating func append(_ callback: @escaping Callback) {
-      if first == nil { first = callback } else { rest.append(callback) }
+    mutating func append(_ observer: Observer) {
+      if first == nil { first = observer } else { rest.append(observer) }
     }
 
     @inlinable
@@ -121,7 +166,7 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
     }
 
     @inlinable
-    func forEach(_ body: (Callback) -> Void) {
+    func forEach(_ body: (Observer) -> Void) {
       if let first { body(first) }
       rest.forEach(body)
     }

@@ -41,15 +41,14 @@ final class LinkedFuture<T>: CoFuture<T>, @unchecked Sendable {  // link state i
 
   /// Settles with `CancellationError` if pending, then cancels the linked inputs.
   override func cancel() {
-    guard super.settle(.failure(CancellationError())) else { return }
+    guard settleOutcome(.failure(CancellationError())) else { return }
     close(cancelling: true)
   }
 
-  @discardableResult
-  override func settle(_ result: Result<T, any Error>) -> Bool {
-    guard super.settle(result) else { return false }
+  /// After any other settle: forgets the hooks, or runs them for a combinator that cancels
+  /// its inputs once it settles.
+  override func didSettle() {
     close(cancelling: cancelsInputsWhenSettled)
-    return true
   }
 
   private func close(cancelling: Bool) {

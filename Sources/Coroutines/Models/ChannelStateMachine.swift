@@ -2,19 +2,19 @@
 /// returns what must happen next (which waiting coroutines to wake); the storage wakes them
 /// after unlocking.
 ///
-/// Invariants, counting only waiters whose ticket is still pending:
+/// Invariants, counting only waiters whose wait is still unclaimed:
 /// - receivers wait only while the buffer is empty, and senders only while it is full;
 /// - once closed, nobody waits and nothing is added to the buffer.
 ///
-/// Waiters whose ticket another case has already won (the losing cases of a `co_select`, or a
-/// coroutine that gave up) may linger in the queues until their owner removes them; every
-/// operation skips them, because their claim fails.
+/// Waiters whose wait another party has already won (the losing cases of a `co_select`, or a
+/// coroutine that was cancelled) may linger in the queues until their owner removes them; every
+/// operation skips them, because their claim fails (see ``ReceiveWaiter``).
 @usableFromInline
 struct ChannelStateMachine<T> {
   @usableFromInline let capacity: Int
   @usableFromInline var buffer = FIFO<T>()
-  @usableFromInline var senders = FIFO<SendWaiter<T>>()
-  @usableFromInline var receivers = FIFO<ReceiveWaiter<T>>()
+  @usableFromInline var senders = WaiterQueue<SendWaiter<T>>()
+  @usableFromInline var receivers = WaiterQueue<ReceiveWaiter<T>>()
   @usableFromInline var isClosed = false
 
   @usableFromInline
@@ -48,9 +48,8 @@ struct ChannelStateMachine<T> {
   mutating func send(_ value: T) -> SendDecision {
     if isClosed { return .closed }
     while let receiver = receivers.popFirst() {
-      if let claimed = receiver.ticket.claim(
-        receiver.index, deliver: { receiver.outcome = .value(value) })
-      {
+      if let claimed = claimWait(receiver.pointee.coroutine, receiver.pointee.generation) {
+        receiver.pointee.outcome = .value(value)
         return .sent(claimed)
       }
     }
@@ -62,12 +61,14 @@ struct ChannelStateMachine<T> {
   /// Takes a value without waiting.
   @inlinable
   mutating func receive() -> ReceiveDecision {
-    if let value = buffer.popFirst() {
+    // `isEmpty` first: inlined, it spares a rendezvous channel a call that finds nothing.
+    if !buffer.isEmpty, let value = buffer.popFirst() {
       return .value(value, refillFromSender())
     }
     while let sender = senders.popFirst() {
-      if let claimed = sender.ticket.claim(sender.index, deliver: { sender.outcome = .delivered }) {
-        return .value(sender.value, claimed)
+      if let claimed = claimWait(sender.pointee.coroutine, sender.pointee.generation) {
+        sender.pointee.outcome = .delivered
+        return .value(sender.pointee.value, claimed)
       }
     }
     return isClosed ? .closed : .empty
@@ -77,8 +78,9 @@ struct ChannelStateMachine<T> {
   @inlinable
   mutating func refillFromSender() -> ClaimedWait? {
     while let sender = senders.popFirst() {
-      if let claimed = sender.ticket.claim(sender.index, deliver: { sender.outcome = .delivered }) {
-        buffer.append(sender.value)
+      if let claimed = claimWait(sender.pointee.coroutine, sender.pointee.generation) {
+        sender.pointee.outcome = .delivered
+        buffer.append(sender.pointee.value)
         return claimed
       }
     }
@@ -88,25 +90,25 @@ struct ChannelStateMachine<T> {
   /// Queues a sender that found the channel full (only after `send` returned `.full` under the
   /// same lock).
   @inlinable
-  mutating func enqueue(_ sender: SendWaiter<T>) {
+  mutating func enqueue(_ sender: SendWaiterPointer<T>) {
     senders.append(sender)
   }
 
   /// Queues a receiver that found the channel empty (only after `receive` returned `.empty`
   /// under the same lock).
   @inlinable
-  mutating func enqueue(_ receiver: ReceiveWaiter<T>) {
+  mutating func enqueue(_ receiver: ReceiveWaiterPointer<T>) {
     receivers.append(receiver)
   }
 
   /// Forgets a waiter whose coroutine stopped waiting; a no-op if an operation already took it.
-  mutating func remove(_ sender: SendWaiter<T>) {
-    senders.removeFirst(where: { $0 === sender })
+  mutating func remove(_ sender: SendWaiterPointer<T>) {
+    senders.remove(sender)
   }
 
   /// Forgets a waiter whose coroutine stopped waiting; a no-op if an operation already took it.
-  mutating func remove(_ receiver: ReceiveWaiter<T>) {
-    receivers.removeFirst(where: { $0 === receiver })
+  mutating func remove(_ receiver: ReceiveWaiterPointer<T>) {
+    receivers.remove(receiver)
   }
 
   /// Closes the channel: the buffer stays for receivers, and every waiter is told it is closed.
@@ -116,14 +118,14 @@ struct ChannelStateMachine<T> {
     isClosed = true
     var woken: [ClaimedWait] = []
     for receiver in receivers.removeAll() {
-      if let claimed = receiver.ticket.claim(
-        receiver.index, deliver: { receiver.outcome = .closed })
-      {
+      if let claimed = claimWait(receiver.pointee.coroutine, receiver.pointee.generation) {
+        receiver.pointee.outcome = .closed
         woken.append(claimed)
       }
     }
     for sender in senders.removeAll() {
-      if let claimed = sender.ticket.claim(sender.index, deliver: { sender.outcome = .closed }) {
+      if let claimed = claimWait(sender.pointee.coroutine, sender.pointee.generation) {
+        sender.pointee.outcome = .closed
         woken.append(claimed)
       }
     }

@@ -16,12 +16,16 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
 
   // MARK: Operations that may wait
 
+  // A wait arms the coroutine's wait word under the lock, queues a pointer to a waiter in its
+  // own frame and parks: nothing is allocated and nothing retained, except on a shared stack,
+  // whose frames may not be pointed into while parked (another coroutine may be using those
+  // addresses when the other side writes the outcome), so the waiter goes on the heap there.
+
   @inlinable
   func send(_ value: T) throws {
     let coroutine = try Coroutine.requireCurrent()
     if coroutine.isCancelled { throw CancellationError() }
     lock.lock()
-    let waiter: SendWaiter<T>
     switch state.send(value) {
     case .sent(let claimed):
       lock.unlock()
@@ -31,17 +35,37 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
       lock.unlock()
       throw CoroutineError.channelClosed
     case .full:
-      waiter = SendWaiter(ticket: ChannelTicket(), index: 0, value: value)
-      state.enqueue(waiter)
-      lock.unlock()
+      break
     }
-    if waiter.ticket.wait(in: coroutine) == ChannelTicket.abandoned {
+    var waiter = SendWaiter(coroutine: coroutine, generation: coroutine.armWait(), value: value)
+    if coroutine.usesSharedStack {
+      let onHeap = SendWaiterPointer<T>.allocate(capacity: 1)
+      onHeap.initialize(to: waiter)
+      defer { onHeap.deinitialize(count: 1).deallocate() }
+      try waitToSend(onHeap, in: coroutine)
+    } else {
+      try withUnsafeMutablePointer(to: &waiter) { try waitToSend($0, in: coroutine) }
+    }
+  }
+
+  /// Queues `waiter` (the lock is held, and the coroutine's wait armed), unlocks and parks
+  /// until a receiver, `close()` or cancellation ends the wait.
+  @inlinable
+  func waitToSend(_ waiter: SendWaiterPointer<T>, in coroutine: Coroutine) throws {
+    // Read before unlocking: from then on, the waiter is the other side's to write.
+    let generation = waiter.pointee.generation
+    state.enqueue(waiter)
+    lock.unlock()
+    coroutine.endWaitIfCancelled(generation)
+    coroutine.park()
+    switch waiter.pointee.outcome {
+    case .delivered: return
+    case .closed: throw CoroutineError.channelClosed
+    case nil:
+      // Only cancellation ends the wait without an outcome; a receiver that claimed first
+      // would have written one, so the value was not taken.
       remove(waiter)
       throw CancellationError()
-    }
-    switch waiter.outcome {
-    case .delivered: return
-    case .closed, nil: throw CoroutineError.channelClosed
     }
   }
 
@@ -50,7 +74,6 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     let coroutine = try Coroutine.requireCurrent()
     if coroutine.isCancelled { throw CancellationError() }
     lock.lock()
-    let waiter: ReceiveWaiter<T>
     switch state.receive() {
     case .value(let value, let claimed):
       lock.unlock()
@@ -60,17 +83,37 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
       lock.unlock()
       throw CoroutineError.channelClosed
     case .empty:
-      waiter = ReceiveWaiter(ticket: ChannelTicket(), index: 0)
-      state.enqueue(waiter)
-      lock.unlock()
+      break
     }
-    if waiter.ticket.wait(in: coroutine) == ChannelTicket.abandoned {
+    var waiter = ReceiveWaiter<T>(coroutine: coroutine, generation: coroutine.armWait())
+    if coroutine.usesSharedStack {
+      let onHeap = ReceiveWaiterPointer<T>.allocate(capacity: 1)
+      onHeap.initialize(to: waiter)
+      defer { onHeap.deinitialize(count: 1).deallocate() }
+      return try waitToReceive(onHeap, in: coroutine)
+    }
+    return try withUnsafeMutablePointer(to: &waiter) { try waitToReceive($0, in: coroutine) }
+  }
+
+  /// Queues `waiter` (the lock is held, and the coroutine's wait armed), unlocks and parks
+  /// until a sender, `close()` or cancellation ends the wait.
+  @inlinable
+  func waitToReceive(_ waiter: ReceiveWaiterPointer<T>, in coroutine: Coroutine) throws -> T {
+    // Read before unlocking: from then on, the waiter is the other side's to write.
+    let generation = waiter.pointee.generation
+    state.enqueue(waiter)
+    lock.unlock()
+    coroutine.endWaitIfCancelled(generation)
+    coroutine.park()
+    // A read, not `take()`: a cancelled waiter reads its (empty) outcome while a sender, under
+    // the lock, may still pop it and read its other fields; a modifying access to the waiter
+    // would overlap that read (ThreadSanitizer reported it), a read does not.
+    switch waiter.pointee.outcome {
+    case .value(let value): return value
+    case .closed: throw CoroutineError.channelClosed
+    case nil:
       remove(waiter)
       throw CancellationError()
-    }
-    switch waiter.outcome {
-    case .value(let value): return value
-    case .closed, nil: throw CoroutineError.channelClosed
     }
   }
 
@@ -105,25 +148,12 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
 
   func sendHoldingLock(_ value: T) -> ChannelStateMachine<T>.SendDecision { state.send(value) }
   func receiveHoldingLock() -> ChannelStateMachine<T>.ReceiveDecision { state.receive() }
-  func enqueueHoldingLock(_ waiter: SendWaiter<T>) { state.enqueue(waiter) }
-  func enqueueHoldingLock(_ waiter: ReceiveWaiter<T>) { state.enqueue(waiter) }
-  @usableFromInline func remove(_ waiter: SendWaiter<T>) { lock.withLock { state.remove(waiter) } }
-  @usableFromInline func remove(_ waiter: ReceiveWaiter<T>) {
+  func enqueueHoldingLock(_ waiter: SendWaiterPointer<T>) { state.enqueue(waiter) }
+  func enqueueHoldingLock(_ waiter: ReceiveWaiterPointer<T>) { state.enqueue(waiter) }
+  @usableFromInline func remove(_ waiter: SendWaiterPointer<T>) {
     lock.withLock { state.remove(waiter) }
   }
-}
-
-extension ChannelTicket {
-  @usableFromInline
-  /// Suspends `coroutine` until a claim wins this ticket or the coroutine is cancelled, and
-  /// returns the winning index (``abandoned`` when the coroutine gave up first).
-  func wait(in coroutine: Coroutine) -> Int {
-    do {
-      let _: Void = try coroutine.suspend { resumer in arm(resumer) }
-    } catch {
-      // Only cancellation ends the wait with an error; `settle` tells whether a claim won
-      // first, in which case its result stands and nothing is lost.
-    }
-    return settle()
+  @usableFromInline func remove(_ waiter: ReceiveWaiterPointer<T>) {
+    lock.withLock { state.remove(waiter) }
   }
 }

@@ -110,28 +110,38 @@ public final class CoSelect<R> {
       for lock in locks.reversed() { lock.unlock() }
       return try defaultHandler()
     }
-    let ticket = ChannelTicket()
-    for index in order { cases[index].register(ticket: ticket, index: index) }
+    // Every case's waiter holds the same wait of this coroutine: the first claim wins it.
+    let generation = coroutine!.armWait()
+    for index in order { cases[index].register(coroutine: coroutine!, generation: generation) }
     for lock in locks.reversed() { lock.unlock() }
-    return try wait(coroutine!, on: ticket)
+    return try wait(coroutine!, generation: generation)
   }
 
-  private func wait(_ coroutine: Coroutine, on ticket: ChannelTicket) throws -> R {
-    let timer = timeoutCase.map { timeout in
-      coroutine.scheduler.schedule(after: timeout.seconds) {
-        ticket.claim(ChannelTicket.timeout)?.wake()
+  private func wait(_ coroutine: Coroutine, generation: UInt64) throws -> R {
+    let timedOut = timeoutCase.map { timeout in
+      let flag = SelectTimeoutFlag()
+      flag.timer = coroutine.scheduler.schedule(after: timeout.seconds) {
+        if coroutine.claim(generation) {
+          flag.fired.store(true, ordering: .releasing)
+          coroutine.wake()
+        }
       }
+      return flag
     }
-    let winner = ticket.wait(in: coroutine)
-    timer?.cancel()
+    coroutine.endWaitIfCancelled(generation)
+    coroutine.park()
+    timedOut?.timer?.cancel()
+    // The winner, if a channel operation won, is the one case whose waiter has an outcome; the
+    // others are withdrawn from their channels.
+    let winner = cases.firstIndex { $0.hasWon }
     for (index, selectCase) in cases.enumerated() where index != winner {
       selectCase.unregister()
     }
-    switch winner {
-    case ChannelTicket.abandoned: throw CancellationError()
-    case ChannelTicket.timeout: return try timeoutCase!.handler()
-    default: return try cases[winner].complete()
+    if let winner { return try cases[winner].complete() }
+    if let timedOut, timedOut.fired.load(ordering: .acquiring) {
+      return try timeoutCase!.handler()
     }
+    throw CancellationError()
   }
 
   /// Each channel's lock once, in address order, so two selects over the same channels never
@@ -143,6 +153,13 @@ public final class CoSelect<R> {
     for lock in locks where distinct.last !== lock { distinct.append(lock) }
     return distinct
   }
+}
+
+/// Whether a select's timeout won its wait, and the timer to cancel when something else did.
+private final class SelectTimeoutFlag: @unchecked Sendable {  // `fired` is atomic; see `timer`
+  let fired = Atomic<Bool>(false)
+  /// Set once, by the selecting coroutine before it parks, and read by it after it wakes.
+  var timer: (any CoroutineTimer)?
 }
 
 /// The random order in which a select tries its cases: a uniform shuffle, drawn from

@@ -1,6 +1,6 @@
 /// One operation of a `co_select`, type-erased over the channel's element type.
 ///
-/// The select calls ``attempt()`` and ``register(ticket:index:)`` while it holds the locks of
+/// The select calls ``attempt()`` and ``register(coroutine:generation:)`` while it holds the locks of
 /// every channel involved, so checking all the cases and, if none is ready, waiting on all of
 /// them happens as one step that no other operation can slip into.
 protocol SelectCase<Result>: AnyObject {
@@ -13,9 +13,12 @@ protocol SelectCase<Result>: AnyObject {
   /// waiter to wake, if any, or nil when the case is not ready.
   func attempt() -> ClaimedWait??
 
-  /// Leaves a waiter in the channel that completes this case when it wins `ticket` (the caller
-  /// holds ``lock``).
-  func register(ticket: ChannelTicket, index: Int)
+  /// Leaves a waiter in the channel that completes this case when it wins the coroutine's
+  /// armed wait of `generation` (the caller holds ``lock``).
+  func register(coroutine: Coroutine, generation: UInt64)
+
+  /// True once this case's waiter won the wait (read by the selecting coroutine after it woke).
+  var hasWon: Bool { get }
 
   /// Removes the waiter after another case won (takes ``lock`` itself).
   func unregister()
@@ -30,7 +33,9 @@ final class SelectReceive<T, Result>: SelectCase {
   private let handler: (T) throws -> Result
   private let onClosed: (() throws -> Result)?
   private var immediate: ReceiveWaiter<T>.Outcome?
-  private var waiter: ReceiveWaiter<T>?
+  /// On the heap: the case object outlives the wait, and the select's frame may be on a
+  /// shared stack. Out of every queue before the case is released (see `unregister()`).
+  private var waiter: ReceiveWaiterPointer<T>?
 
   init(
     storage: ChannelStorage<T>, onClosed: (() throws -> Result)?,
@@ -56,10 +61,17 @@ final class SelectReceive<T, Result>: SelectCase {
     }
   }
 
-  func register(ticket: ChannelTicket, index: Int) {
-    let waiter = ReceiveWaiter<T>(ticket: ticket, index: index)
+  func register(coroutine: Coroutine, generation: UInt64) {
+    let waiter = ReceiveWaiterPointer<T>.allocate(capacity: 1)
+    waiter.initialize(to: ReceiveWaiter(coroutine: coroutine, generation: generation))
     self.waiter = waiter
     storage.enqueueHoldingLock(waiter)
+  }
+
+  var hasWon: Bool { waiter?.pointee.outcome != nil }
+
+  deinit {
+    waiter?.deinitialize(count: 1).deallocate()
   }
 
   func unregister() {
@@ -67,7 +79,7 @@ final class SelectReceive<T, Result>: SelectCase {
   }
 
   func complete() throws -> Result {
-    switch immediate ?? waiter?.outcome {
+    switch immediate ?? waiter?.pointee.outcome {
     case .value(let value):
       return try handler(value)
     case .closed, nil:
@@ -83,7 +95,9 @@ final class SelectSend<T, Result>: SelectCase {
   private let value: T
   private let handler: () throws -> Result
   private var immediate: SendWaiter<T>.Outcome?
-  private var waiter: SendWaiter<T>?
+  /// On the heap: the case object outlives the wait, and the select's frame may be on a
+  /// shared stack. Out of every queue before the case is released (see `unregister()`).
+  private var waiter: SendWaiterPointer<T>?
 
   init(storage: ChannelStorage<T>, value: T, handler: @escaping () throws -> Result) {
     self.storage = storage
@@ -106,10 +120,17 @@ final class SelectSend<T, Result>: SelectCase {
     }
   }
 
-  func register(ticket: ChannelTicket, index: Int) {
-    let waiter = SendWaiter(ticket: ticket, index: index, value: value)
+  func register(coroutine: Coroutine, generation: UInt64) {
+    let waiter = SendWaiterPointer<T>.allocate(capacity: 1)
+    waiter.initialize(to: SendWaiter(coroutine: coroutine, generation: generation, value: value))
     self.waiter = waiter
     storage.enqueueHoldingLock(waiter)
+  }
+
+  var hasWon: Bool { waiter?.pointee.outcome != nil }
+
+  deinit {
+    waiter?.deinitialize(count: 1).deallocate()
   }
 
   func unregister() {
@@ -117,7 +138,7 @@ final class SelectSend<T, Result>: SelectCase {
   }
 
   func complete() throws -> Result {
-    switch immediate ?? waiter?.outcome {
+    switch immediate ?? waiter?.pointee.outcome {
     case .delivered:
       return try handler()
     case .closed, nil:

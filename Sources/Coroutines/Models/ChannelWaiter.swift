@@ -1,0 +1,173 @@
+/// A coroutine waiting on a channel to receive: it lives in the waiting coroutine's own frame
+/// (on the heap for a shared-stack coroutine, or for a `co_select` case), and the channel's
+/// queue holds a pointer to it, so a wait allocates nothing and the queue retains nothing.
+///
+/// A waiter carries no lock and no resumer: it is claimed through its coroutine's wait word
+/// (`Coroutine.claim`), which already makes "the first claim wins" exclusive across every
+/// party that may end the wait — the channel operation that completes it, another case of the
+/// same `co_select`, the select's timeout, the coroutine's cancellation. The winner pops the
+/// waiter, claims it and writes `outcome` under the channel's lock, and wakes the coroutine
+/// only after dropping its locks; the coroutine reads `outcome` once it runs again.
+///
+/// Lifetime: a waiter's pointer stays in a queue only while its storage is alive. Whoever
+/// completes a waiter has popped it first; a waiter that no operation completed (its
+/// coroutine was cancelled, or another case of its select won) is removed by its owner, under
+/// the channel's lock, before the storage goes. Until then operations that pop it skip it,
+/// because its claim fails — even once the coroutine has armed later waits, whose generations
+/// differ. So the unowned `coroutine` is alive whenever a lock holder reads it: the coroutine
+/// cannot finish while it still has a waiter queued.
+@usableFromInline
+struct ReceiveWaiter<T>: QueuedWaiter {
+  @usableFromInline
+  enum Outcome {
+    case value(T)
+    case closed
+  }
+
+  @usableFromInline let coroutine: Unmanaged<Coroutine>
+  @usableFromInline let generation: UInt64
+  /// Written once, by the claim winner under the channel's lock; read by the coroutine only
+  /// after that winner woke it.
+  @usableFromInline var outcome: Outcome?
+  @usableFromInline var links = WaiterLinks<Self>()
+
+  // `borrowing`: an owned argument cost a retain and a release per wait.
+  @inlinable
+  init(coroutine: borrowing Coroutine, generation: UInt64) {
+    self.coroutine = .passUnretained(coroutine)
+    self.generation = generation
+  }
+}
+
+/// A sender waiting on a full channel with its value; see ``ReceiveWaiter``.
+@usableFromInline
+struct SendWaiter<T>: QueuedWaiter {
+  @usableFromInline
+  enum Outcome {
+    case delivered
+    case closed
+  }
+
+  @usableFromInline let coroutine: Unmanaged<Coroutine>
+  @usableFromInline let generation: UInt64
+  @usableFromInline let value: T
+  /// Written once, by the claim winner under the channel's lock; read by the coroutine only
+  /// after that winner woke it.
+  @usableFromInline var outcome: Outcome?
+  @usableFromInline var links = WaiterLinks<Self>()
+
+  @inlinable
+  init(coroutine: borrowing Coroutine, generation: UInt64, value: T) {
+    self.coroutine = .passUnretained(coroutine)
+    self.generation = generation
+    self.value = value
+  }
+}
+
+/// Where a queued waiter lives (see ``ReceiveWaiter`` for why a pointer is safe).
+@usableFromInline typealias ReceiveWaiterPointer<T> = UnsafeMutablePointer<ReceiveWaiter<T>>
+/// Where a queued waiter lives (see ``ReceiveWaiter`` for why a pointer is safe).
+@usableFromInline typealias SendWaiterPointer<T> = UnsafeMutablePointer<SendWaiter<T>>
+
+/// Wins the wait of `coroutine`'s `generation`, or returns nil when another party already
+/// ended it. On success the caller writes the waiter's outcome before dropping the channel's
+/// lock, then wakes the returned wait.
+@inlinable
+func claimWait(_ coroutine: Unmanaged<Coroutine>, _ generation: UInt64) -> ClaimedWait? {
+  coroutine._withUnsafeGuaranteedRef { $0.claim(generation) } ? ClaimedWait(coroutine) : nil
+}
+
+/// A waiter that a ``WaiterQueue`` links through its own storage.
+@usableFromInline
+protocol QueuedWaiter {
+  var links: WaiterLinks<Self> { get set }
+}
+
+/// A waiter's place in its queue: the links live in the waiter, so queueing allocates nothing.
+@usableFromInline
+struct WaiterLinks<Waiter> {
+  @usableFromInline var next: UnsafeMutablePointer<Waiter>?
+  @usableFromInline var previous: UnsafeMutablePointer<Waiter>?
+  @usableFromInline var isQueued = false
+
+  @inlinable init() {}
+}
+
+/// A channel's queue of waiting senders or receivers, in arrival order: a doubly linked list
+/// threaded through the waiters themselves, so appending, popping and removing a waiter that
+/// gave up are O(1) and allocate nothing (see ``ReceiveWaiter`` for why pointers are safe).
+@usableFromInline
+struct WaiterQueue<Waiter: QueuedWaiter> {
+  @usableFromInline var head: UnsafeMutablePointer<Waiter>?
+  @usableFromInline var tail: UnsafeMutablePointer<Waiter>?
+
+  @inlinable init() {}
+
+  @inlinable var isEmpty: Bool { head == nil }
+
+  @inlinable
+  mutating func append(_ waiter: UnsafeMutablePointer<Waiter>) {
+    waiter.pointee.links.previous = tail
+    waiter.pointee.links.next = nil
+    waiter.pointee.links.isQueued = true
+    if let tail { tail.pointee.links.next = waiter } else { head = waiter }
+    tail = waiter
+  }
+
+  @inlinable
+  mutating func popFirst() -> UnsafeMutablePointer<Waiter>? {
+    guard let first = head else { return nil }
+    unlink(first)
+    return first
+  }
+
+  /// Takes `waiter` out of the queue; does nothing if it is not queued (an operation popped it).
+  @inlinable
+  mutating func remove(_ waiter: UnsafeMutablePointer<Waiter>) {
+    if waiter.pointee.links.isQueued { unlink(waiter) }
+  }
+
+  /// Empties the queue and returns its waiters, first to last.
+  mutating func removeAll() -> [UnsafeMutablePointer<Waiter>] {
+    var all: [UnsafeMutablePointer<Waiter>] = []
+    while let waiter = popFirst() { all.append(waiter) }
+    return all
+  }
+
+  @inlinable
+  mutating func unlink(_ waiter: UnsafeMutablePointer<Waiter>) {
+    let links = waiter.pointee.links
+    if let previous = links.previous {
+      previous.pointee.links.next = links.next
+    } else {
+      head = links.next
+    }
+    if let next = links.next {
+      next.pointee.links.previous = links.previous
+    } else {
+      tail = links.previous
+    }
+    waiter.pointee.links = WaiterLinks()
+  }
+}
+
+/// A won wait whose coroutine must be woken once the winner has dropped its locks (waking may
+/// take the coroutine's scheduler's lock, and the coroutine may run at once on another thread).
+///
+/// Unowned, which spares two retains and releases per hand-over: until `wake()` changes its
+/// state, the claimed coroutine cannot run, so its own frame (which holds it) keeps it alive;
+/// and `Coroutine.wake` no longer touches the coroutine once its state change lets it run,
+/// except to queue it, which happens before it can run.
+@usableFromInline
+struct ClaimedWait {
+  @usableFromInline let coroutine: Unmanaged<Coroutine>
+
+  @inlinable
+  init(_ coroutine: Unmanaged<Coroutine>) {
+    self.coroutine = coroutine
+  }
+
+  /// Wakes the waiting coroutine (if it has not parked yet, its `park()` returns at once).
+  @inlinable
+  func wake() { coroutine._withUnsafeGuaranteedRef { $0.wake() } }
+}
