@@ -82,7 +82,7 @@ public func co_await<T>(_ future: CoFuture<T>) throws -> T {
   let coroutine = try Coroutine.requireCurrent()
   if coroutine.isCancelled { throw CancellationError() }
   if let settled = future.result { return try settled.get() }
-  return try coroutine.suspend { resumer in future.whenComplete(resumer.resume) }
+  return try coroutine.suspend { resumer in future.whenComplete(resuming: resumer) }
 }
 
 /// Wraps a completion-handler API: calls `start` with a callback and suspends the coroutine

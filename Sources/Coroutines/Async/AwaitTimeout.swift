@@ -23,7 +23,7 @@ public func co_await<T>(_ future: CoFuture<T>, timeout seconds: Double) throws -
       timer = coroutine.scheduler.schedule(after: seconds) {
         resumer.resume(.failure(CoroutineError.timedOut))
       }
-      future.whenComplete(resumer.resume)
+      future.whenComplete(resuming: resumer)
     }
   } catch CoroutineError.timedOut where !future.isSettled {
     future.cancel()

@@ -23,7 +23,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
 
   @inlinable
   func send(_ value: T) throws {
-    let coroutine = try Coroutine.requireCurrent()
+    unowned(unsafe) let coroutine = try Coroutine.requireCurrentUnretained().takeUnretainedValue()
     if coroutine.isCancelled { throw CancellationError() }
     lock.lock()
     switch state.send(value) {
@@ -71,7 +71,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
 
   @inlinable
   func receive() throws -> T {
-    let coroutine = try Coroutine.requireCurrent()
+    unowned(unsafe) let coroutine = try Coroutine.requireCurrentUnretained().takeUnretainedValue()
     if coroutine.isCancelled { throw CancellationError() }
     lock.lock()
     switch state.receive() {

@@ -59,7 +59,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// what was worked out from its scheduler (see InlineDriver).
   private(set) var schedulerChanges: UInt32 = 0
   private let state: Atomic<CoroutineState>
-  private let cancelled = Atomic<Bool>(false)
+  @usableFromInline let cancelled = Atomic<Bool>(false)
   /// True when the coroutine runs on one of its loop's shared stacks (see SharedStack.swift):
   /// nothing may then point into its frames while it is parked.
   @usableFromInline let usesSharedStack: Bool
@@ -111,6 +111,14 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     return Unmanaged<Coroutine>.fromOpaque(pointer)
   }
 
+  /// The current coroutine, unretained, or `CoroutineError.notInCoroutine`: for hot paths
+  /// that use it only while it runs (whoever resumed it holds it until it switches back).
+  @usableFromInline
+  static func requireCurrentUnretained() throws(CoroutineError) -> Unmanaged<Coroutine> {
+    guard let pointer = cu_tls_current_coroutine() else { throw .notInCoroutine }
+    return Unmanaged<Coroutine>.fromOpaque(pointer)
+  }
+
   /// The current coroutine, or `CoroutineError.notInCoroutine`.
   @usableFromInline
   static func requireCurrent() throws(CoroutineError) -> Coroutine {
@@ -125,7 +133,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// frames are in place). For tests and diagnostics, on the thread that drives the coroutine.
   var savedStackBytes: Int { fiber.map { cu_fiber_saved_size($0) } ?? 0 }
 
-  @usableFromInline
+  @inlinable
   var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
 
   // MARK: Scheduling
