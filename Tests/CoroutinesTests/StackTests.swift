@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 
 @testable import Coroutines
@@ -50,10 +51,16 @@ import Testing
     #expect(CoroutineStack.guardSize == 64 * 1024)
   }
 
-  @Test func aStackAllocationFailureNamesTheLimit() {
-    let error = CoroutineError.stackAllocationFailed(size: 262_144, errno: 12)
-    #expect(error.description.contains("vm.max_map_count"))
-    #expect(error.description.contains("32 700"))
+  @Test func aStackAllocationFailureNamesBothCauses() {
+    let description = CoroutineError.stackAllocationFailed(size: 262_144, errno: ENOMEM)
+      .description
+    #expect(description.contains("262144-byte"))
+    #expect(description.contains(String(cString: strerror(ENOMEM))))
+    #expect(description.contains("out of memory"))
+    // The mapping limit binds only where guards split mappings, so it must say where.
+    #expect(description.contains("vm.max_map_count"))
+    #expect(description.contains("before 6.13"))
+    #expect(description.contains("stack: .shared"))
   }
 
   @Test func statisticsCountLiveCoroutines() throws {

@@ -144,8 +144,9 @@ for (mode, budget, measurements) in [
       ours: memory[0] / 1024, unit: "KiB", baseline: "\(Int(budget)) KiB budget",
       baselineValue: budget, target: 1)
     if failed > 0 {
-      // Each dedicated stack costs two memory mappings; vm.max_map_count stops them near 32 700.
-      row.shortfall = "only \(parked) of \(count) could get a stack: the mapping limit"
+      // Out of memory, or, before Linux 6.13 (two mappings per stack), past vm.max_map_count:
+      // about 32 700 at its default. The error's errno can't tell the two apart (both ENOMEM).
+      row.shortfall = "only \(parked) of \(count) could get a stack: out of memory or mappings"
     }
     rows.append(row)
   }

@@ -21,8 +21,10 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
   case yieldOutsideGenerator
   /// The kernel refused to map a coroutine stack of `size` bytes (`errno` says why).
   ///
-  /// Each guarded stack costs two memory mappings and Linux allows about 65 530 per process
-  /// (`vm.max_map_count`), so dedicated stacks stop near 32 700 live coroutines.
+  /// Either the process is out of memory, or, on Linux before 6.13, it reached the mapping
+  /// limit: there each guarded stack costs two memory mappings, and the default
+  /// `vm.max_map_count` of 65 530 stops dedicated stacks near 32 700 live coroutines. From 6.13
+  /// on, 64 stacks share one mapping, so memory is the limit.
   case stackAllocationFailed(size: Int, errno: Int32)
   /// A coroutine on a shared stack tried to move to another scheduler (`co_await(on:)`): its
   /// stack belongs to its loop, whose thread may run another coroutine there meanwhile.
@@ -41,9 +43,10 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
       "yield was called outside its generator's body (from another coroutine, after the body "
         + "ended, or inside co_await(on:) in an inline generator)"
     case .stackAllocationFailed(let size, let code):
-      "could not map a \(size)-byte coroutine stack (\(String(cString: strerror(code)))): each "
-        + "stack takes two memory mappings and vm.max_map_count (about 65 530) allows about "
-        + "32 700 live coroutines with dedicated stacks"
+      "could not map a \(size)-byte coroutine stack (\(String(cString: strerror(code)))): "
+        + "out of memory, or, on Linux before 6.13 (two mappings per stack), past "
+        + "vm.max_map_count, whose default allows about 32 700 live coroutines with dedicated "
+        + "stacks; raise it, or launch with stack: .shared"
     case .sharedStackCannotMove:
       "a coroutine on a shared stack cannot move to another scheduler: launch it with "
         + "stack: .dedicated to use co_await(on:)"

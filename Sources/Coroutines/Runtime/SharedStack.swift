@@ -5,8 +5,9 @@ import Synchronization
 extension CoroutineStack {
   /// Where a coroutine's frames live.
   ///
-  /// - ``dedicated``: a guarded stack of its own (the default). Any scheduler; about 32 700 live
-  ///   coroutines at most, because each stack takes two kernel memory mappings.
+  /// - ``dedicated``: a guarded stack of its own (the default). Any scheduler; a few KiB of
+  ///   memory per parked coroutine, and on Linux before 6.13, where each stack takes two kernel
+  ///   memory mappings, about 32 700 live coroutines at most (`vm.max_map_count`).
   /// - ``shared``: one of a few stacks shared by the coroutines of one ``CoroutineLoop``. While a
   ///   coroutine is parked, the part of the stack it was using waits in a heap buffer of exactly
   ///   its size, so a million parked coroutines fit in a few GiB. The coroutine must stay on its

@@ -4,22 +4,22 @@ import Synchronization
 
 /// Stack sizes and the pool that recycles stacks.
 ///
-/// Every coroutine runs on its own `mmap`ed stack. Below each stack lies a `PROT_NONE` guard
-/// region of ``guardSize`` bytes, so an overflow faults instead of overwriting a neighbour:
-/// Swift emits no stack probes and one frame can be 20 KiB, which would jump a single guard
-/// page. Pages are committed only when touched, so a generous size costs address space, not
-/// memory.
+/// Every coroutine runs on its own `mmap`ed stack. Below each stack lies a guard region of
+/// ``guardSize`` bytes that faults on any access, so an overflow faults instead of overwriting a
+/// neighbour: Swift emits no stack probes and one frame can be 20 KiB, which would jump a single
+/// guard page. Pages are committed only when touched, so a generous size costs address space,
+/// not memory.
 ///
 /// - ``minimumSize``: 64 KiB. The first string interpolation of an error alone used 41 KiB in a
 ///   debug build, so smaller stacks are refused.
 /// - ``defaultSize``: 256 KiB unless changed; set it once at start-up, or pass `stackSize:` to
 ///   ``co_launch(on:name:stackSize:_:)`` for one coroutine.
 /// - Stacks are mapped 64 at a time. On Linux 6.13 and later the guards are guard markers, which
-///   do not split a mapping, so 64 stacks cost one kernel memory mapping. On older kernels each
-///   guard is an `mprotect`ed region, each stack costs two mappings, and since Linux allows about
-///   65 530 per process (`vm.max_map_count`), dedicated stacks stop near 32 700 live coroutines.
-///   Past the limit (or out of memory), launching fails cleanly: the task is rejected with
-///   ``CoroutineError/stackAllocationFailed(size:errno:)``.
+///   do not split a mapping, so 64 stacks cost one kernel memory mapping and memory is the only
+///   limit. On older kernels each guard is an `mprotect`ed region and each stack costs two
+///   mappings, so the default `vm.max_map_count` of 65 530 stops dedicated stacks near 32 700
+///   live coroutines. Out of memory or past that limit, launching fails cleanly: the task is
+///   rejected with ``CoroutineError/stackAllocationFailed(size:errno:)``.
 public enum CoroutineStack {
   /// The smallest stack a coroutine may ask for, in bytes.
   public static let minimumSize = 64 * 1024
@@ -27,7 +27,7 @@ public enum CoroutineStack {
   /// The largest stack a coroutine may ask for, in bytes (1 GiB).
   public static let maximumSize = 1 << 30
 
-  /// The `PROT_NONE` region below every stack, in bytes: larger than any plausible frame.
+  /// The guard region below every stack, in bytes: larger than any plausible frame.
   public static let guardSize = 64 * 1024
 
   private static let defaultSizeStorage = Atomic<Int>(256 * 1024)
