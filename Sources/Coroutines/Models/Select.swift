@@ -14,7 +14,7 @@ import Synchronization
 /// `build` only describes the cases; then `co_select` completes exactly one of them and returns
 /// what its handler returns:
 /// - If some cases can complete at once, one of them is picked at random, so a busy first case
-///   cannot starve the others.
+///   cannot starve the others (on a seeded ``CoroutineTestLoop``, from the seed's sequence).
 /// - Otherwise, with a ``CoSelect/default(_:)`` case, its handler runs and nothing waits (such
 ///   a select works outside coroutines too).
 /// - Otherwise the coroutine suspends until one case can complete, or the
@@ -96,7 +96,8 @@ public final class CoSelect<R> {
       guard let coroutine else { throw CoroutineError.notInCoroutine }
       if coroutine.isCancelled { throw CancellationError() }
     }
-    let order = SelectOrder.shuffled(cases.count)
+    let order = SelectOrder.shuffled(
+      cases.count, on: coroutine?.scheduler as? CoroutineTestLoop)
     let locks = distinctLocks()
     for lock in locks { lock.lock() }
     for index in order {
@@ -162,25 +163,28 @@ private final class SelectTimeoutFlag: @unchecked Sendable {  // `fired` is atom
   var timer: (any CoroutineTimer)?
 }
 
-/// The random order in which a select tries its cases: a uniform shuffle, drawn from
-/// SplitMix64 over a process-wide counter, which is cheap and needs no system call.
+/// The random order in which a select tries its cases: a uniform shuffle. On a seeded
+/// ``CoroutineTestLoop`` it is drawn from the seed's sequence, so a test replays the same
+/// choices; elsewhere from SplitMix64 over a process-wide counter, which is cheap and needs no
+/// system call.
 private enum SelectOrder {
   private static let counter = Atomic<UInt64>(UInt64.random(in: .min ... .max))
   private static let gamma: UInt64 = 0x9E37_79B9_7F4A_7C15
 
-  static func shuffled(_ count: Int) -> [Int] {
+  static func shuffled(_ count: Int, on testLoop: CoroutineTestLoop?) -> [Int] {
     var order = Array(0..<count)
     guard count > 1 else { return order }
+    if let testLoop, testLoop.seed != nil {
+      for last in stride(from: count - 1, to: 0, by: -1) {
+        order.swapAt(last, testLoop.seededIndex(below: last + 1) ?? last)
+      }
+      return order
+    }
     // Reserve `count` draws of the shared stream, so no two selects reuse a draw.
-    var state = counter.wrappingAdd(gamma &* UInt64(count), ordering: .relaxed).oldValue
+    var stream = SplitMix64(
+      seed: counter.wrappingAdd(gamma &* UInt64(count), ordering: .relaxed).oldValue)
     for last in stride(from: count - 1, to: 0, by: -1) {
-      state &+= gamma
-      var mixed = state
-      mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-      mixed ^= mixed >> 31
-      let pick = Int(mixed.multipliedFullWidth(by: UInt64(last + 1)).high)
-      order.swapAt(last, pick)
+      order.swapAt(last, stream.index(below: last + 1))
     }
     return order
   }

@@ -30,7 +30,8 @@ import Synchronization
 ///
 /// Given a seed, the loop picks each next job pseudo-randomly from those ready, instead of
 /// first in, first out. Timers still fire in deadline order; only jobs ready at the same virtual
-/// moment are mixed. The same seed gives the same order every time, so an interleaving that
+/// moment are mixed. A `co_select` of a coroutine on the loop also draws its choice among ready
+/// cases from the seed. The same seed gives the same order every time, so an interleaving that
 /// breaks a test can be replayed: print ``description`` (it shows the seed) when a test fails,
 /// and construct the loop with that seed again.
 public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
@@ -176,6 +177,12 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
 
 extension CoroutineTestLoop {
   typealias Job = @Sendable () -> Void
+
+  /// A number in `0..<count` from the seed's sequence, or nil for a loop without a seed: how
+  /// other choices made on the loop (which ready case a `co_select` takes) replay with it.
+  func seededIndex(below count: Int) -> Int? {
+    state.withLock { state in state.random?.index(below: count) }
+  }
 
   /// Everything behind the loop's lock: the ready jobs, the timers and the clock.
   fileprivate struct State {
