@@ -131,7 +131,12 @@ public final class CoSelect<R> {
     }
     coroutine.endWaitIfCancelled(generation)
     coroutine.park()
-    timedOut?.timer?.cancel()
+    if let timedOut {
+      // The timer's job holds the flag, and the flag the timer: drop the link, or the two (and
+      // the coroutine the job names) would keep each other alive for ever.
+      timedOut.timer?.cancel()
+      timedOut.timer = nil
+    }
     // The winner, if a channel operation won, is the one case whose waiter has an outcome; the
     // others are withdrawn from their channels.
     let winner = cases.firstIndex { $0.hasWon }
