@@ -251,16 +251,15 @@ extension CoroutineTestLoop {
     }
   }
 
-  /// Ready jobs in a growable array read from a moving head, so taking the first is O(1) and
-  /// taking any other (a seeded pick) is a swap with the first.
+  /// Ready jobs in first-in, first-out order; taking the first is O(1), and taking any other (a
+  /// seeded pick) is a swap with the first.
   fileprivate struct ReadyJobs {
-    private var jobs: [ReadyJob?] = []
-    private var head = 0
+    private var jobs = FIFO<ReadyJob>()
 
-    var count: Int { jobs.count - head }
+    var count: Int { jobs.count }
 
     /// The jobs that will run: all but the timers cancelled while they waited.
-    var liveCount: Int { jobs[head...].count { $0?.isCancelled == false } }
+    var liveCount: Int { jobs.count { !$0.isCancelled } }
 
     mutating func append(_ job: ReadyJob) {
       jobs.append(job)
@@ -269,18 +268,7 @@ extension CoroutineTestLoop {
     /// Removes and returns the job `offset` places from the front; the front job takes its
     /// place. The slot is cleared so a job that ran releases what it captured at once.
     mutating func remove(at offset: Int) -> ReadyJob {
-      jobs.swapAt(head, head + offset)
-      let job = jobs[head]!
-      jobs[head] = nil
-      head += 1
-      if head == jobs.count {
-        jobs.removeAll(keepingCapacity: true)
-        head = 0
-      } else if head >= 256, head * 2 >= jobs.count {
-        jobs.removeFirst(head)
-        head = 0
-      }
-      return job
+      jobs.swapRemove(at: offset)
     }
   }
 }

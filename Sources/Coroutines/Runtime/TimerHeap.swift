@@ -86,22 +86,22 @@ struct TimerEntry {
 /// before the run's last one goes to the heap. The earlier of the two heads is the first timer.
 struct TimerHeap<Entry: TimerOrdered> {
   private var entries: [Entry] = []
-  /// Timers in order; those before `runHead` have been taken (and are nil).
-  private var run: [Entry?] = []
-  private var runHead = 0
+  /// Timers in order.
+  private var run = FIFO<Entry>()
 
-  var isEmpty: Bool { entries.isEmpty && runHead == run.count }
+  var isEmpty: Bool { entries.isEmpty && run.isEmpty }
   /// How many timers are waiting (for tests).
-  var count: Int { entries.count + run.count - runHead }
+  var count: Int { entries.count + run.count }
 
   var first: Entry? {
-    guard runHead < run.count, let runFirst = run[runHead] else { return entries.first }
+    guard let runFirst = run.first else { return entries.first }
     guard let heapFirst = entries.first else { return runFirst }
     return Self.isEarlier(heapFirst, than: runFirst) ? heapFirst : runFirst
   }
 
   mutating func insert(_ entry: Entry) {
-    if runHead == run.count || !Self.isEarlier(entry, than: run[run.count - 1]!) {
+    // Due no earlier than the run's last (or the run is empty): it joins the run.
+    guard let runLast = run.last, Self.isEarlier(entry, than: runLast) else {
       run.append(entry)
       return
     }
@@ -118,27 +118,13 @@ struct TimerHeap<Entry: TimerOrdered> {
   }
 
   mutating func removeFirst() -> Entry? {
-    if runHead < run.count {
-      if let heapFirst = entries.first, Self.isEarlier(heapFirst, than: run[runHead]!) {
+    if let runFirst = run.first {
+      if let heapFirst = entries.first, Self.isEarlier(heapFirst, than: runFirst) {
         return removeFirstOfHeap()
       }
-      return removeFirstOfRun()
+      return run.popFirst()
     }
     return removeFirstOfHeap()
-  }
-
-  private mutating func removeFirstOfRun() -> Entry {
-    // Moved out, not copied: the slot lets go of its object at once (no retain and release).
-    let first = run[runHead].take()!
-    runHead += 1
-    if runHead == run.count {
-      run.removeAll(keepingCapacity: true)
-      runHead = 0
-    } else if runHead >= 1024, runHead * 2 >= run.count {
-      run.removeFirst(runHead)
-      runHead = 0
-    }
-    return first
   }
 
   private mutating func removeFirstOfHeap() -> Entry? {

@@ -1,5 +1,7 @@
 /// A first-in, first-out queue: amortised O(1) at both ends without a ring buffer's index
 /// arithmetic. Popped slots are reclaimed in bulk once they make up half of the storage.
+/// Channels queue their waiters in it, the loop's timer queue its in-order run, and the test
+/// loop its ready jobs (which it also takes out of order, for a seeded pick).
 @usableFromInline
 struct FIFO<Element> {
   @usableFromInline var storage: [Element?] = []
@@ -13,6 +15,8 @@ struct FIFO<Element> {
   var count: Int { storage.count - head }
   @inlinable
   var first: Element? { isEmpty ? nil : storage[head] }
+  @inlinable
+  var last: Element? { isEmpty ? nil : storage[storage.count - 1] }
 
   @inlinable
   mutating func append(_ element: Element) {
@@ -26,9 +30,25 @@ struct FIFO<Element> {
       // The usual case of a channel's waiter queue: one in, one out, no slot to reclaim.
       return storage.removeLast()
     }
-    let element = storage[head]
-    storage[head] = nil
+    // Moved out, not copied: the slot lets go of its element at once (no retain and release).
+    let element = storage[head].take()
     head += 1
+    reclaimTakenSlots()
+    return element
+  }
+
+  /// Removes and returns the element `offset` places from the front; the front element takes
+  /// its place (a swap), so this is O(1) but does not keep the others' order.
+  @inlinable
+  mutating func swapRemove(at offset: Int) -> Element {
+    precondition(
+      offset >= 0 && offset < count, "FIFO.swapRemove(at:): offset \(offset) is out of range")
+    storage.swapAt(head, head + offset)
+    return popFirst()!
+  }
+
+  @inlinable
+  mutating func reclaimTakenSlots() {
     if head == storage.count {
       storage.removeAll(keepingCapacity: true)
       head = 0
@@ -36,7 +56,11 @@ struct FIFO<Element> {
       storage.removeFirst(head)
       head = 0
     }
-    return element
+  }
+
+  /// How many elements `matches`.
+  func count(where matches: (Element) -> Bool) -> Int {
+    storage[head...].count { $0.map(matches) ?? false }
   }
 
   /// Removes the first element for which `matches` is true; returns whether one was found.

@@ -1,0 +1,56 @@
+import Testing
+
+@testable import Coroutines
+
+/// The queue behind channels' waiters, the loop's in-order timers and the test loop's ready jobs.
+@Suite struct FIFOTests {
+  @Test func takesInTheOrderGivenAndReusesItsStorage() {
+    var queue = FIFO<Int>()
+    for round in 0..<3 {
+      for value in 0..<100 { queue.append(round * 100 + value) }
+      #expect(queue.first == round * 100 && queue.last == round * 100 + 99)
+      for value in 0..<100 { #expect(queue.popFirst() == round * 100 + value) }
+      #expect(queue.isEmpty && queue.first == nil && queue.last == nil)
+    }
+    #expect(queue.popFirst() == nil)
+  }
+
+  @Test func keepsOrderWhileTakenSlotsAreReclaimed() {
+    var queue = FIFO<Int>()
+    var expected = 0
+    // Two in, one out: the taken slots at the front are reclaimed as the queue grows.
+    for value in 0..<1_000 {
+      queue.append(2 * value)
+      queue.append(2 * value + 1)
+      #expect(queue.popFirst() == expected)
+      expected += 1
+    }
+    #expect(queue.count == 1_000)
+    while let value = queue.popFirst() {
+      #expect(value == expected)
+      expected += 1
+    }
+    #expect(expected == 2_000)
+  }
+
+  @Test func swapRemoveTakesAnyElementAndTheFirstTakesItsPlace() {
+    var queue = FIFO<String>()
+    for name in ["a", "b", "c", "d"] { queue.append(name) }
+    #expect(queue.swapRemove(at: 2) == "c")
+    #expect(queue.count == 3)
+    #expect(queue.popFirst() == "b")  // "a" moved to where "c" was
+    #expect(queue.popFirst() == "a")
+    #expect(queue.popFirst() == "d")
+  }
+
+  @Test func countsAndRemovesByPredicate() {
+    var queue = FIFO<Int>()
+    for value in 1...6 { queue.append(value) }
+    _ = queue.popFirst()
+    #expect(queue.count { $0.isMultiple(of: 2) } == 3)
+    #expect(queue.removeFirst { $0 == 4 })
+    #expect(!queue.removeFirst { $0 == 1 })  // already taken
+    #expect(queue.removeAll() == [2, 3, 5, 6])
+    #expect(queue.isEmpty)
+  }
+}
