@@ -1,3 +1,4 @@
+#define _GNU_SOURCE  // REG_RSP
 // Making and switching contexts. A fiber starts in `trampoline`, which makecontext calls with
 // the fiber's address split into two ints (makecontext passes only ints), runs the entry, and
 // switches back to the resumer for the last time when the entry returns.
@@ -102,4 +103,22 @@ void cu_fiber_suspend(cu_fiber *fiber) {
   cu_san_fiber_leaving(&fiber->sanitizer, 0);
   current_switch(cu_fiber_self(fiber), cu_fiber_resumer(fiber));
   cu_san_fiber_arrived(&fiber->sanitizer);
+}
+
+void cu_prefetch(const void *address) { __builtin_prefetch(address, 1); }
+
+void cu_fiber_prefetch_context(const cu_fiber *fiber) {
+  if (fiber->shared != NULL) return;  // resuming copies its frames back in; nothing to warm
+  __builtin_prefetch(&fiber->self, 1);
+  __builtin_prefetch((const char *)&fiber->self + 64, 1);
+  __builtin_prefetch((const char *)&fiber->self + 128, 1);
+  __builtin_prefetch((const char *)&fiber->self + 192, 1);
+}
+
+void cu_fiber_prefetch_frames(const cu_fiber *fiber) {
+  if (fiber->shared != NULL) return;
+  const char *frames = (const char *)fiber->self.uc_mcontext.gregs[REG_RSP];
+  if (frames == NULL) return;
+  __builtin_prefetch(frames, 1);
+  __builtin_prefetch(frames + 64, 1);
 }

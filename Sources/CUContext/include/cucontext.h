@@ -88,6 +88,13 @@ void cu_fiber_prepare(cu_fiber *_Nonnull fiber, cu_fiber_entry _Nonnull entry,
 /// (`cu_tls_current_coroutine`) is `coroutine` while the fiber runs, and what it was afterwards.
 void cu_fiber_resume(cu_fiber *_Nonnull fiber, void *_Nullable coroutine);
 
+/// Hints to the processor, for a loop that knows which coroutines it resumes next: fetch the
+/// memory at `address` (an object); fetch the fiber's saved context; fetch the top of its saved
+/// frames (read from that context, so ask for the context a little earlier).
+void cu_prefetch(const void *_Nonnull address);
+void cu_fiber_prefetch_context(const cu_fiber *_Nonnull fiber);
+void cu_fiber_prefetch_frames(const cu_fiber *_Nonnull fiber);
+
 /// Called on the fiber's own stack: switches back to whoever resumed it. Returns when resumed.
 void cu_fiber_suspend(cu_fiber *_Nonnull fiber);
 

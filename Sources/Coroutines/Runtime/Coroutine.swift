@@ -301,6 +301,10 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     cu_fiber_suspend(fiber!)
   }
 
+  /// Prefetch hints for a loop about to resume this coroutine (see `JobQueue`).
+  func prefetchContext() { if let fiber { cu_fiber_prefetch_context(fiber) } }
+  func prefetchFrames() { if let fiber { cu_fiber_prefetch_frames(fiber) } }
+
   /// The loop the coroutine resumes on, when that is a ``CoroutineLoop``.
   var currentLoop: CoroutineLoop? { loop?.takeUnretainedValue() }
 

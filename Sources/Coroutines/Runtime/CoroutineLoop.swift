@@ -213,6 +213,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   private func runQueuedJobs() {
     var remaining = localJobs.count
     while remaining > 0, let job = localJobs.popFirst() {
+      localJobs.prefetchUpcoming()
       job.run()
       remaining -= 1
     }
