@@ -45,16 +45,23 @@ static double swapcontext_round_trip_ns(char *stack, long round_trips, int repet
   return best;
 }
 
-double baseline_swapcontext_round_trip_ns(long round_trips, int repetitions) {
+typedef double (*round_trip_measure)(char *stack, long round_trips, int repetitions);
+
+// The best of `measure` over the stack placements (see `placements` above).
+static double best_over_placements(round_trip_measure measure, long round_trips,
+                                   int repetitions) {
   char *memory = malloc(stack_size + placements * placement_step);
   double best = 1e300;
   for (int placement = 0; placement < placements; placement++) {
-    double each =
-        swapcontext_round_trip_ns(memory + placement * placement_step, round_trips, repetitions);
+    double each = measure(memory + placement * placement_step, round_trips, repetitions);
     if (each < best) best = each;
   }
   free(memory);
   return best;
+}
+
+double baseline_swapcontext_round_trip_ns(long round_trips, int repetitions) {
+  return best_over_placements(swapcontext_round_trip_ns, round_trips, repetitions);
 }
 
 // ---- a minimal register-only switch (register_switch_x86_64.S)
@@ -94,15 +101,7 @@ static double register_switch_round_trip_ns(char *stack, long round_trips, int r
 }
 
 double baseline_register_switch_round_trip_ns(long round_trips, int repetitions) {
-  char *memory = malloc(stack_size + placements * placement_step);
-  double best = 1e300;
-  for (int placement = 0; placement < placements; placement++) {
-    double each = register_switch_round_trip_ns(memory + placement * placement_step, round_trips,
-                                                 repetitions);
-    if (each < best) best = each;
-  }
-  free(memory);
-  return best;
+  return best_over_placements(register_switch_round_trip_ns, round_trips, repetitions);
 }
 #else
 double baseline_register_switch_round_trip_ns(long round_trips, int repetitions) {
