@@ -90,11 +90,16 @@ void cu_fiber_resume(cu_fiber *fiber, void *coroutine) {
   cu_current_coroutine = coroutine;
   cu_fiber *previous = cu_overflow_enter(fiber);
   if (fiber->shared != NULL) cu_shared_stack_acquire(fiber);
-  swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
+  void **exclusivity_head = cu_exclusivity_head();
+  if (!cu_exclusivity_swap_is_noop(exclusivity_head, fiber)) {
+    swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
+  }
   cu_san_resume_begin(&fiber->sanitizer, &san, cu_fiber_stack_bottom(fiber), fiber->stack_size);
   current_switch(cu_fiber_resumer(fiber), cu_fiber_self(fiber));
   cu_san_resume_end(&san);
-  swift_task_exitThreadLocalContext((char *)fiber->exclusivity);
+  if (!cu_exclusivity_swap_is_noop(exclusivity_head, fiber)) {
+    swift_task_exitThreadLocalContext((char *)fiber->exclusivity);
+  }
   cu_overflow_leave(previous);
   cu_current_coroutine = previous_coroutine;
 }

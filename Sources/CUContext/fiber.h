@@ -93,6 +93,23 @@ void cu_copy_label(char *destination, size_t capacity, const char *name);
 // there is safe (unlike after a suspend, which may return on another thread).
 extern __thread cu_fiber *cu_running_fiber;
 extern __thread void *cu_current_coroutine;  // tls.c
+
+// exclusivity.c: where this thread's Swift exclusivity access-set head lives, or NULL when it
+// could not be found (then every switch swaps the sets through the runtime).
+extern __thread void **cu_thread_exclusivity_head;
+extern __thread int cu_thread_exclusivity_head_known;
+void **cu_exclusivity_head_slow(void);
+
+static inline void **cu_exclusivity_head(void) {
+  if (__builtin_expect(cu_thread_exclusivity_head_known, 1)) return cu_thread_exclusivity_head;
+  return cu_exclusivity_head_slow();
+}
+
+// True when swapping the fiber's access set with the thread's would change nothing: both empty.
+// swift_task_enter/exitThreadLocalContext return untouched in exactly that case.
+static inline int cu_exclusivity_swap_is_noop(void **head, const cu_fiber *fiber) {
+  return head != NULL && *head == NULL && fiber->exclusivity[0] == NULL;
+}
 extern __thread int cu_thread_prepared;
 void cu_prepare_thread(void);
 

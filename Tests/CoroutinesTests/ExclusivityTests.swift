@@ -1,3 +1,4 @@
+import CUContext
 import Dispatch
 import Foundation
 import Testing
@@ -58,5 +59,32 @@ import Testing
       counter.value += 1  // the thread's access list is intact
     }
     #expect(counter.value == 1)
+  }
+
+  /// A coroutine resumed while its resumer holds an access: the coroutine's own access, still
+  /// open when it parks, must leave with it, and the resumer's must stay with the thread.
+  @Test func aCoroutineResumedFromInsideAnAccessTakesOnlyItsOwnAccessAlong() throws {
+    let outer = Counter()
+    let inner = Counter()
+    let numbers = co_sequence { (yield: CoYield<Int>) in
+      try Self.mutate(&inner.value) {
+        try yield(1)
+        try yield(2)
+      }
+    }
+    var iterator = numbers.makeIterator()
+    Self.mutate(&outer.value) { #expect(iterator.next() == 1) }  // parks inside `inner`'s access
+    inner.value += 10  // the thread no longer holds the coroutine's access: no trap
+    Self.mutate(&outer.value) { #expect(iterator.next() == 2) }
+    #expect(iterator.next() == nil)
+    #expect(outer.value == 2)
+    #expect(inner.value == 11)
+  }
+
+  /// On this platform switches find the thread's access set themselves and skip the runtime's
+  /// swap when both sets are empty; if a new runtime hides the set, they fall back to always
+  /// swapping, and this test says so.
+  @Test func switchesCanSeeTheThreadsAccessSet() {
+    #expect(cu_exclusivity_swap_skippable() == 1)
   }
 }

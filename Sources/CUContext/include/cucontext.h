@@ -150,6 +150,9 @@ int cu_backend_probe(int backend);
 
 /// The coroutine running on this thread, or NULL.
 void *_Nullable cu_tls_current_coroutine(void);
+/// 1 when switches can tell, without calling into the Swift runtime, that neither side has an
+/// exclusivity access in flight, and so skip swapping the access sets; 0 when every switch swaps.
+int cu_exclusivity_swap_skippable(void);
 /// The scheduler loop this thread is running, or NULL.
 void *_Nullable cu_tls_current_loop(void);
 /// Sets the scheduler loop this thread is running.
