@@ -33,8 +33,8 @@ static size_t head_offset;
 static int head_found;
 static pthread_once_t head_once = PTHREAD_ONCE_INIT;
 
-__thread void **cu_thread_exclusivity_head;
-__thread int cu_thread_exclusivity_head_known;
+__attribute__((visibility("hidden"))) __thread void **cu_thread_exclusivity_head;
+__attribute__((visibility("hidden"))) __thread int cu_thread_exclusivity_head_known;
 
 struct scan {
   uintptr_t needle;
