@@ -5,9 +5,14 @@
 
 __attribute__((visibility("hidden"))) __thread void *cu_current_coroutine;  // also set by resume
 static __thread void *current_loop;
+static __thread void *current_test_loop;
 
 __attribute__((noinline)) void *cu_tls_current_coroutine(void) { return cu_current_coroutine; }
 
 __attribute__((noinline)) void *cu_tls_current_loop(void) { return current_loop; }
 
 __attribute__((noinline)) void cu_tls_set_current_loop(void *loop) { current_loop = loop; }
+
+__attribute__((noinline)) void *cu_tls_current_test_loop(void) { return current_test_loop; }
+
+__attribute__((noinline)) void cu_tls_set_current_test_loop(void *loop) { current_test_loop = loop; }

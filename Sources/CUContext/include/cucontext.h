@@ -155,6 +155,10 @@ void *_Nullable cu_tls_current_coroutine(void);
 void *_Nullable cu_tls_current_loop(void);
 /// Sets the scheduler loop this thread is running.
 void cu_tls_set_current_loop(void *_Nullable loop);
+/// The test loop this thread is driving, or NULL.
+void *_Nullable cu_tls_current_test_loop(void);
+/// Sets the test loop this thread is driving.
+void cu_tls_set_current_test_loop(void *_Nullable loop);
 
 /// 1 when switches can tell, without calling into the Swift runtime, that neither side has an
 /// exclusivity access in flight, and so skip swapping the access sets; 0 when every switch swaps.

@@ -1,3 +1,4 @@
+import CUContext
 import Glibc
 import Synchronization
 
@@ -51,12 +52,12 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
   }
 
   /// The address of `current`, for comparing without a retain.
-  static var currentPointer: UnsafeMutableRawPointer? { pthread_getspecific(currentTestLoopKey) }
+  static var currentPointer: UnsafeMutableRawPointer? { cu_tls_current_test_loop() }
 
   /// The loop being driven on the calling thread, inside ``runUntilIdle()`` or
   /// ``advance(by:)``; coroutines launched there without a scheduler default to it.
   static var current: CoroutineTestLoop? {
-    guard let pointer = pthread_getspecific(currentTestLoopKey) else { return nil }
+    guard let pointer = cu_tls_current_test_loop() else { return nil }
     return Unmanaged<CoroutineTestLoop>.fromOpaque(pointer).takeUnretainedValue()
   }
 
@@ -165,10 +166,10 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
       !alreadyDriven,
       "CoroutineTestLoop.\(call) was called while the loop was already running jobs (from one "
         + "of its own jobs, or from two threads at once)")
-    let previous = pthread_getspecific(currentTestLoopKey)
-    pthread_setspecific(currentTestLoopKey, Unmanaged.passUnretained(self).toOpaque())
+    let previous = cu_tls_current_test_loop()
+    cu_tls_set_current_test_loop(Unmanaged.passUnretained(self).toOpaque())
     defer {
-      pthread_setspecific(currentTestLoopKey, previous)
+      cu_tls_set_current_test_loop(previous)
       state.withLock { $0.driving = false }
     }
     body()
@@ -276,13 +277,6 @@ extension CoroutineTestLoop {
 /// The thread-local slot behind ``CoroutineTestLoop/current``. A pthread key rather than a
 /// Swift global: it must be per thread, and every read is a real call, so no cached address
 /// survives a coroutine moving between threads.
-private let currentTestLoopKey: pthread_key_t = {
-  var key = pthread_key_t()
-  let status = pthread_key_create(&key, nil)
-  precondition(status == 0, "CoroutineTestLoop: pthread_key_create failed (\(status))")
-  return key
-}()
-
 /// Seconds of virtual time as whole nanoseconds, rounded to the nearest so that, say, three
 /// advances of 0.1 s reach a deadline set 0.3 s ahead. Negative delays count as zero.
 private func virtualNanoseconds(_ seconds: Double, in call: StaticString) -> UInt64 {
