@@ -102,6 +102,8 @@ static void set_stack_pointer(ucontext_t *context, char *stack_pointer) { (void)
 #endif
 #endif
 
+static void drop_saved(cu_fiber *fiber);
+
 cu_shared_stack *cu_shared_stack_new(size_t stack_size, size_t guard_size) {
   size_t page = cu_page_size();
   size_t usable = round_up(stack_size, page);
@@ -152,7 +154,7 @@ cu_fiber *cu_fiber_new_shared(cu_shared_stack *stack) {
 
 void cu_shared_fiber_free(cu_fiber *fiber) {
   if (fiber->shared->occupant == fiber) fiber->shared->occupant = NULL;
-  free(fiber->saved);
+  drop_saved(fiber);
   free(fiber->label);
   free(fiber);
 }
@@ -176,34 +178,197 @@ static _Noreturn void stop(const char *message) {
   abort();
 }
 
-// Copies the switched-out occupant's live registers and used bytes to a buffer of exactly their
-// size, reusing the one it had if the size is the same.
+// A parking stored against one of its stack's images of the same depth: a bit per word of the
+// image (set: the word differs), then the differing words in order.
+typedef struct cu_stack_delta {
+  cu_stack_image *reference;
+  unsigned long long word[];
+} cu_stack_delta;
+
+enum { parked_words = sizeof(cu_parked_context) / 8 };
+_Static_assert(sizeof(cu_parked_context) % 8 == 0, "parked contexts are stored as whole words");
+
+static size_t bitmap_words(size_t words) { return (words + 63) / 64; }
+
+// Lets go of a fiber's hold on `image`. The stack's own places do not hold their images: an
+// image lives only as long as a fiber's saved words need it, and its place is freed with it.
+static void release(cu_shared_stack *stack, cu_stack_image *image) {
+  if (--image->references > 0) return;
+  for (unsigned i = 0; i < cu_stack_images; i++) {
+    if (stack->images[i] == image) stack->images[i] = NULL;
+  }
+  free(image);
+}
+
+// Lets go of the fiber's saved words, and of the image they were stored against.
+static void drop_saved(cu_fiber *fiber) {
+  if (fiber->saved == NULL) return;
+  if (fiber->delta) {
+    release(fiber->shared, ((cu_stack_delta *)fiber->saved)->reference);
+    free(fiber->saved);
+  } else {
+    release(fiber->shared, fiber->saved);
+  }
+  fiber->saved = NULL;
+  fiber->saved_size = 0;
+  fiber->delta = 0;
+}
+
+// A buffer of exactly `size` bytes for the fiber's next saved words: the one it had when that is
+// the same size and kind and nobody else holds it (the image it was stored against released).
+static void *saved_buffer(cu_fiber *fiber, size_t size, unsigned char delta) {
+  void *old = fiber->saved;
+  if (old != NULL && fiber->saved_size == size && fiber->delta == delta) {
+    if (delta) {
+      release(fiber->shared, ((cu_stack_delta *)old)->reference);
+      return old;
+    }
+    if (((cu_stack_image *)old)->references == 1) return old;
+  }
+  drop_saved(fiber);
+  void *buffer = malloc(size);
+  if (buffer == NULL) stop("out of memory saving a shared-stack coroutine");
+  fiber->saved = buffer;
+  fiber->saved_size = (unsigned)size;
+  fiber->delta = delta;
+  return buffer;
+}
+
+// The word loops read a switched-out fiber's frames, whose ASan redzones are still marked.
+#if defined(CU_ASAN)
+#define CU_UNCHECKED __attribute__((no_sanitize("address")))
+#else
+#define CU_UNCHECKED
+#endif
+
+CU_UNCHECKED static size_t count_differences(const unsigned long long *words,
+                                             const unsigned long long *reference, size_t count) {
+  size_t differing = 0;
+  for (size_t i = 0; i < count; i++) differing += words[i] != reference[i];
+  return differing;
+}
+
+// Marks the words that differ from `reference` in `bitmap` (from bit `first`) and appends them
+// at `*out`.
+CU_UNCHECKED static void store_differences(const unsigned long long *words,
+                                           const unsigned long long *reference, size_t count,
+                                           size_t first, unsigned long long *bitmap,
+                                           unsigned long long **out) {
+  for (size_t i = 0; i < count; i++) {
+    if (words[i] == reference[i]) continue;
+    bitmap[(first + i) / 64] |= 1ull << ((first + i) % 64);
+    *(*out)++ = words[i];
+  }
+}
+
+// The inverse: each word from `*in` where its bit (from bit `first`) is set, else `reference`'s.
+CU_UNCHECKED static void load_differences(unsigned long long *words,
+                                          const unsigned long long *reference, size_t count,
+                                          size_t first, const unsigned long long *bitmap,
+                                          const unsigned long long **in) {
+  for (size_t i = 0; i < count; i++) {
+    int differs = (bitmap[(first + i) / 64] >> ((first + i) % 64)) & 1;
+    words[i] = differs ? *(*in)++ : reference[i];
+  }
+}
+
+// The stack's reference image for parkings of `words` words, or NULL.
+static cu_stack_image *reference_for(cu_shared_stack *stack, size_t words) {
+  for (unsigned i = 0; i < cu_stack_images; i++) {
+    if (stack->images[i] != NULL && stack->images[i]->words == words) return stack->images[i];
+  }
+  return NULL;
+}
+
+// Makes `image` the stack's reference for its depth, in place of the old one for that depth,
+// else in a free place, else in place of the oldest.
+static void keep_reference(cu_shared_stack *stack, cu_stack_image *image) {
+  unsigned place = cu_stack_images;
+  for (unsigned i = 0; i < cu_stack_images && place == cu_stack_images; i++) {
+    if (stack->images[i] != NULL && stack->images[i]->words == image->words) place = i;
+  }
+  for (unsigned i = 0; i < cu_stack_images && place == cu_stack_images; i++) {
+    if (stack->images[i] == NULL) place = i;
+  }
+  if (place == cu_stack_images) {
+    place = stack->next_image;
+    stack->next_image = (stack->next_image + 1) % cu_stack_images;
+  }
+  stack->images[place] = image;
+}
+
+// Saves the switched-out occupant's live registers and used stack words. Coroutines parked at
+// the same await have the same depth and mostly the same words (return addresses, saved frame
+// pointers, which are absolute addresses on the shared stack, type metadata), so the stack keeps
+// an image per depth and a parking that differs from it in at most half of its words keeps only
+// those words and a bit per word; any other becomes a whole image, and the reference for its
+// depth. Either way in a buffer of exactly its size.
 static void save(cu_fiber *occupant) {
   cu_shared_stack *stack = occupant->shared;
   char *sp = saved_stack_pointer(&stack->self);
-  if (sp < stack->base || sp > stack->top) {
+  if (sp < stack->base || sp > stack->top || (uintptr_t)sp % 8 != 0) {
     stop("a shared-stack fiber's saved stack pointer lies off its stack");
   }
-  size_t used = (size_t)(stack->top - sp);
-  size_t size = sizeof(cu_parked_context) + used;
-  if (size > UINT_MAX) stop("a shared-stack coroutine used more than 4 GiB of stack");
-  if (size != occupant->saved_size) {
-    free(occupant->saved);
-    occupant->saved = malloc(size);
-    occupant->saved_size = (unsigned)size;
-    if (occupant->saved == NULL) stop("out of memory saving a shared-stack coroutine");
+  size_t used_words = (size_t)(stack->top - sp) / 8;
+  size_t words = parked_words + used_words;
+  if (8 * words + 16 > UINT_MAX) stop("a shared-stack coroutine used more than 4 GiB of stack");
+  cu_parked_context parked;
+  pack(&parked, &stack->self);
+  const unsigned long long *registers = (const unsigned long long *)&parked;
+  const unsigned long long *frames = (const unsigned long long *)sp;
+
+  cu_stack_image *reference = reference_for(stack, words);
+  if (reference != NULL) {
+    size_t differing = count_differences(registers, reference->word, parked_words) +
+                       count_differences(frames, reference->word + parked_words, used_words);
+    size_t bitmap = bitmap_words(words);
+    if (2 * (bitmap + differing) <= words) {
+      reference->references++;  // before the old delta lets go of it (it may be the same image)
+      cu_stack_delta *delta =
+          saved_buffer(occupant, sizeof *delta + 8 * (bitmap + differing), 1);
+      delta->reference = reference;
+      memset(delta->word, 0, 8 * bitmap);
+      unsigned long long *out = delta->word + bitmap;
+      store_differences(registers, reference->word, parked_words, 0, delta->word, &out);
+      store_differences(frames, reference->word + parked_words, used_words, parked_words,
+                        delta->word, &out);
+      return;
+    }
   }
-  pack(occupant->saved, &stack->self);
-  copy_bytes((char *)occupant->saved + sizeof(cu_parked_context), sp, used);
+  cu_stack_image *image = saved_buffer(occupant, sizeof *image + 8 * words, 0);
+  image->references = 1;
+  image->words = (unsigned)words;
+  memcpy(image->word, registers, sizeof parked);
+  copy_bytes((char *)(image->word + parked_words), sp, 8 * used_words);
+  keep_reference(stack, image);
 }
 
-// Puts a parked fiber's registers and bytes back where they came from.
+// Puts a parked fiber's registers and words back where they came from.
 static void restore(cu_fiber *fiber) {
   cu_shared_stack *stack = fiber->shared;
-  size_t used = fiber->saved_size - sizeof(cu_parked_context);
-  unpack(&stack->self, fiber->saved);
-  set_stack_pointer(&stack->self, stack->top - used);
-  copy_bytes(stack->top - used, (char *)fiber->saved + sizeof(cu_parked_context), used);
+  const cu_stack_image *image;
+  const unsigned long long *bitmap = NULL;
+  if (fiber->delta) {
+    const cu_stack_delta *delta = fiber->saved;
+    image = delta->reference;
+    bitmap = delta->word;
+  } else {
+    image = fiber->saved;
+  }
+  size_t used_words = image->words - parked_words;
+  char *sp = stack->top - 8 * used_words;
+  cu_parked_context parked;
+  if (bitmap != NULL) {
+    const unsigned long long *in = bitmap + bitmap_words(image->words);
+    load_differences((unsigned long long *)&parked, image->word, parked_words, 0, bitmap, &in);
+    load_differences((unsigned long long *)sp, image->word + parked_words, used_words,
+                     parked_words, bitmap, &in);
+  } else {
+    memcpy(&parked, image->word, sizeof parked);
+    copy_bytes(sp, (const char *)(image->word + parked_words), 8 * used_words);
+  }
+  unpack(&stack->self, &parked);
+  set_stack_pointer(&stack->self, sp);
 }
 
 static void shared_trampoline(cu_fiber *fiber);
@@ -264,9 +429,7 @@ void cu_shared_stack_acquire(cu_fiber *fiber) {
 // Gives up the stack when the fiber's entry has returned, so its dead frames are never saved.
 static void leave(cu_fiber *fiber) {
   if (fiber->shared->occupant == fiber) fiber->shared->occupant = NULL;
-  free(fiber->saved);
-  fiber->saved = NULL;
-  fiber->saved_size = 0;
+  drop_saved(fiber);
 }
 
 // The last switch out of a finished fiber: the one this thread is running. Kept out of the
