@@ -25,6 +25,19 @@ typedef struct cu_parked_context {
 // A fiber on a shared stack keeps no switch contexts of its own: while it runs, its registers
 // rest in its stack's pair (one occupant runs there at a time, resumed from one thread), and
 // while another fiber has the stack, they wait at the head of its saved bytes (shared.c).
+// A parked fiber's registers and frames, frozen: the words of a cu_parked_context, then the
+// stack's words from the saved stack pointer up to the top. Held by the fiber that parked so and
+// by the fibers stored as differences from it (`references` counts them); freed with the last.
+// The stack names it as the reference for its depth meanwhile. Touched only by the thread
+// running the stack.
+typedef struct cu_stack_image {
+  unsigned references;
+  unsigned words;
+  unsigned long long word[];
+} cu_stack_image;
+
+enum { cu_stack_images = 4 };  // references kept per stack, one per depth
+
 struct cu_shared_stack {
   ucontext_t self;     // the occupant's registers while it is switched out
   ucontext_t resumer;  // the occupant's resumer's registers while it runs
@@ -34,6 +47,8 @@ struct cu_shared_stack {
   char *top;                       // one past the highest: frames grow down from here
   struct cu_fiber *occupant;       // whose frames are on the stack now, or NULL
   cu_parked_context start;         // the control words and mask a fiber starts with
+  cu_stack_image *images[cu_stack_images];  // references by depth, unowned (NULL: free)
+  unsigned next_image;                      // the one replaced next when all are taken
 };
 
 struct cu_fiber {
@@ -57,10 +72,12 @@ struct cu_fiber {
       ucontext_t resumer; // where the resumer's registers rest while the fiber runs
     };
     struct {  // A fiber on a shared stack (shared.c): its record ends here.
-      void *saved;          // its registers and used stack bytes while another fiber has the stack
+      void *saved;          // its registers and used stack bytes while another fiber has the stack:
+                            // a cu_stack_image, or a cu_stack_delta when `delta` is set
       char *label;          // its name for overflow reports, or NULL (heap copy, cut like `name`)
       unsigned saved_size;  // bytes allocated at `saved` (kept while in place, for reuse)
       unsigned char fresh;  // prepared but not started: its context is made on first resume
+      unsigned char delta;  // `saved` holds only the words that differ from a stack image
     };
   };
 };

@@ -8,7 +8,8 @@
 // x86_64): only the occupant ever runs there, from one thread at a time. When the occupant is
 // copied out, the few registers of its context that are live at a suspension (cu_parked_context)
 // go to the head of the same buffer, and come back into the stack's context with its bytes. So a
-// parked fiber costs a small record, its used stack and 72 bytes, on either backend.
+// parked fiber costs a small record, its used stack and 72 bytes, on either backend — and often
+// much less: see save() on storing only the words that differ from an image of the same depth.
 #define _GNU_SOURCE  // REG_RSP
 #include <errno.h>
 #include <limits.h>
@@ -18,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "fiber.h"
 
@@ -102,6 +106,8 @@ static void set_stack_pointer(ucontext_t *context, char *stack_pointer) { (void)
 #endif
 #endif
 
+static void drop_saved(cu_fiber *fiber);
+
 cu_shared_stack *cu_shared_stack_new(size_t stack_size, size_t guard_size) {
   size_t page = cu_page_size();
   size_t usable = round_up(stack_size, page);
@@ -142,7 +148,7 @@ void cu_shared_stack_free(cu_shared_stack *stack) {
 
 cu_fiber *cu_fiber_new_shared(cu_shared_stack *stack) {
   // The record ends where a fiber with its own stack goes on with its mapping, name and contexts.
-  cu_fiber *fiber = calloc(1, offsetof(cu_fiber, fresh) + sizeof fiber->fresh);
+  cu_fiber *fiber = calloc(1, offsetof(cu_fiber, delta) + sizeof fiber->delta);
   if (fiber == NULL) return NULL;
   fiber->stack_size = (size_t)(stack->top - stack->base);
   fiber->shared = stack;
@@ -152,7 +158,7 @@ cu_fiber *cu_fiber_new_shared(cu_shared_stack *stack) {
 
 void cu_shared_fiber_free(cu_fiber *fiber) {
   if (fiber->shared->occupant == fiber) fiber->shared->occupant = NULL;
-  free(fiber->saved);
+  drop_saved(fiber);
   free(fiber->label);
   free(fiber);
 }
@@ -176,34 +182,235 @@ static _Noreturn void stop(const char *message) {
   abort();
 }
 
-// Copies the switched-out occupant's live registers and used bytes to a buffer of exactly their
-// size, reusing the one it had if the size is the same.
+// A parking stored against one of its stack's images of the same depth: a bit per word of the
+// image (set: the word differs), then the differing words in order.
+typedef struct cu_stack_delta {
+  cu_stack_image *reference;
+  unsigned long long word[];
+} cu_stack_delta;
+
+enum {
+  parked_words = sizeof(cu_parked_context) / 8,
+  // Parkings up to 256 × 64 words (128 KiB) may be stored as differences: their bit map is
+  // worked out on the resumer's stack first (2 KiB at most).
+  delta_map_words_max = 256,
+};
+_Static_assert(sizeof(cu_parked_context) % 8 == 0, "parked contexts are stored as whole words");
+
+static size_t bitmap_words(size_t words) { return (words + 63) / 64; }
+
+// Lets go of a fiber's hold on `image`. The stack's own places do not hold their images: an
+// image lives only as long as a fiber's saved words need it, and its place is freed with it.
+static void release(cu_shared_stack *stack, cu_stack_image *image) {
+  if (--image->references > 0) return;
+  for (unsigned i = 0; i < cu_stack_images; i++) {
+    if (stack->images[i] == image) stack->images[i] = NULL;
+  }
+  free(image);
+}
+
+// Lets go of the fiber's saved words, and of the image they were stored against.
+static void drop_saved(cu_fiber *fiber) {
+  if (fiber->saved == NULL) return;
+  if (fiber->delta) {
+    release(fiber->shared, ((cu_stack_delta *)fiber->saved)->reference);
+    free(fiber->saved);
+  } else {
+    release(fiber->shared, fiber->saved);
+  }
+  fiber->saved = NULL;
+  fiber->saved_size = 0;
+  fiber->delta = 0;
+}
+
+// A buffer of exactly `size` bytes for the fiber's next saved words: the one it had when that is
+// the same size and kind and nobody else holds it (the image it was stored against released).
+static void *saved_buffer(cu_fiber *fiber, size_t size, unsigned char delta) {
+  void *old = fiber->saved;
+  if (old != NULL && fiber->saved_size == size && fiber->delta == delta) {
+    if (delta) {
+      release(fiber->shared, ((cu_stack_delta *)old)->reference);
+      return old;
+    }
+    if (((cu_stack_image *)old)->references == 1) return old;
+  }
+  drop_saved(fiber);
+  void *buffer = malloc(size);
+  if (buffer == NULL) stop("out of memory saving a shared-stack coroutine");
+  fiber->saved = buffer;
+  fiber->saved_size = (unsigned)size;
+  fiber->delta = delta;
+  return buffer;
+}
+
+// The word loops read a switched-out fiber's frames, whose ASan redzones are still marked.
+#if defined(CU_ASAN)
+#define CU_UNCHECKED __attribute__((no_sanitize("address")))
+#else
+#define CU_UNCHECKED
+#endif
+
+// Sets bit `first + i` of `map` for each word of `words` that differs from `reference`'s.
+CU_UNCHECKED static void mark_differences(const unsigned long long *words,
+                                          const unsigned long long *reference, size_t count,
+                                          size_t first, unsigned long long *map) {
+  for (size_t i = 0; i < count;) {
+    size_t bit = (first + i) % 64;
+    size_t run = count - i < 64 - bit ? count - i : 64 - bit;
+    unsigned long long mask = 0;
+    size_t k = 0;
+#if defined(__SSE2__)
+    // Two words per step: equal 32-bit halves, paired, and one sign bit per word.
+    for (; k + 2 <= run; k += 2) {
+      __m128i same = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(words + i + k)),
+                                     _mm_loadu_si128((const __m128i *)(reference + i + k)));
+      same = _mm_and_si128(same, _mm_shuffle_epi32(same, 0xb1));
+      unsigned differ = (unsigned)_mm_movemask_pd(_mm_castsi128_pd(same)) ^ 3u;
+      mask |= (unsigned long long)differ << (bit + k);
+    }
+#endif
+    for (; k < run; k++) {
+      mask |= (unsigned long long)(words[i + k] != reference[i + k]) << (bit + k);
+    }
+    map[(first + i) / 64] |= mask;
+    i += run;
+  }
+}
+
+// The bits of a map's first word that stand for registers, and those that stand for frames.
+static const unsigned long long register_bits = (1ull << parked_words) - 1;
+_Static_assert(parked_words < 64, "the registers' bits fit in the first word of a map");
+
+// Appends at `out` the words whose bits are set in `map`: registers first, then frames.
+CU_UNCHECKED static void gather_differences(const unsigned long long *registers,
+                                            const unsigned long long *frames,
+                                            const unsigned long long *map, size_t map_words,
+                                            unsigned long long *out) {
+  for (unsigned long long mask = map[0] & register_bits; mask != 0; mask &= mask - 1) {
+    *out++ = registers[__builtin_ctzll(mask)];
+  }
+  unsigned long long mask = map[0] & ~register_bits;
+  for (size_t slot = 0; slot < map_words; mask = ++slot < map_words ? map[slot] : 0) {
+    for (; mask != 0; mask &= mask - 1) {
+      *out++ = frames[slot * 64 + (size_t)__builtin_ctzll(mask) - parked_words];
+    }
+  }
+}
+
+// The inverse, over words already copied from the reference.
+CU_UNCHECKED static void scatter_differences(unsigned long long *registers,
+                                             unsigned long long *frames,
+                                             const unsigned long long *map, size_t map_words,
+                                             const unsigned long long *in) {
+  for (unsigned long long mask = map[0] & register_bits; mask != 0; mask &= mask - 1) {
+    registers[__builtin_ctzll(mask)] = *in++;
+  }
+  unsigned long long mask = map[0] & ~register_bits;
+  for (size_t slot = 0; slot < map_words; mask = ++slot < map_words ? map[slot] : 0) {
+    for (; mask != 0; mask &= mask - 1) {
+      frames[slot * 64 + (size_t)__builtin_ctzll(mask) - parked_words] = *in++;
+    }
+  }
+}
+
+// The stack's reference image for parkings of `words` words, or NULL.
+static cu_stack_image *reference_for(cu_shared_stack *stack, size_t words) {
+  for (unsigned i = 0; i < cu_stack_images; i++) {
+    if (stack->images[i] != NULL && stack->images[i]->words == words) return stack->images[i];
+  }
+  return NULL;
+}
+
+// Makes `image` the stack's reference for its depth, in place of the old one for that depth,
+// else in a free place, else in place of the oldest.
+static void keep_reference(cu_shared_stack *stack, cu_stack_image *image) {
+  unsigned place = cu_stack_images;
+  for (unsigned i = 0; i < cu_stack_images && place == cu_stack_images; i++) {
+    if (stack->images[i] != NULL && stack->images[i]->words == image->words) place = i;
+  }
+  for (unsigned i = 0; i < cu_stack_images && place == cu_stack_images; i++) {
+    if (stack->images[i] == NULL) place = i;
+  }
+  if (place == cu_stack_images) {
+    place = stack->next_image;
+    stack->next_image = (stack->next_image + 1) % cu_stack_images;
+  }
+  stack->images[place] = image;
+}
+
+// Saves the switched-out occupant's live registers and used stack words. Coroutines parked at
+// the same await have the same depth and mostly the same words (return addresses, saved frame
+// pointers, which are absolute addresses on the shared stack, type metadata), so the stack keeps
+// an image per depth and a parking that differs from it in at most half of its words keeps only
+// those words and a bit per word; any other becomes a whole image, and the reference for its
+// depth. Either way in a buffer of exactly its size.
 static void save(cu_fiber *occupant) {
   cu_shared_stack *stack = occupant->shared;
   char *sp = saved_stack_pointer(&stack->self);
-  if (sp < stack->base || sp > stack->top) {
+  if (sp < stack->base || sp > stack->top || (uintptr_t)sp % 8 != 0) {
     stop("a shared-stack fiber's saved stack pointer lies off its stack");
   }
-  size_t used = (size_t)(stack->top - sp);
-  size_t size = sizeof(cu_parked_context) + used;
-  if (size > UINT_MAX) stop("a shared-stack coroutine used more than 4 GiB of stack");
-  if (size != occupant->saved_size) {
-    free(occupant->saved);
-    occupant->saved = malloc(size);
-    occupant->saved_size = (unsigned)size;
-    if (occupant->saved == NULL) stop("out of memory saving a shared-stack coroutine");
+  size_t used_words = (size_t)(stack->top - sp) / 8;
+  size_t words = parked_words + used_words;
+  if (8 * words + 16 > UINT_MAX) stop("a shared-stack coroutine used more than 4 GiB of stack");
+  cu_parked_context parked;
+  pack(&parked, &stack->self);
+  const unsigned long long *registers = (const unsigned long long *)&parked;
+  const unsigned long long *frames = (const unsigned long long *)sp;
+
+  cu_stack_image *reference = reference_for(stack, words);
+  size_t map_words = bitmap_words(words);
+  if (reference != NULL && map_words <= delta_map_words_max) {
+    unsigned long long map[delta_map_words_max];
+    memset(map, 0, 8 * map_words);
+    mark_differences(registers, reference->word, parked_words, 0, map);
+    mark_differences(frames, reference->word + parked_words, used_words, parked_words, map);
+    size_t differing = 0;
+    for (size_t slot = 0; slot < map_words; slot++) {
+      differing += (size_t)__builtin_popcountll(map[slot]);
+    }
+    if (2 * (map_words + differing) <= words) {
+      reference->references++;  // before the old delta lets go of it (it may be the same image)
+      cu_stack_delta *delta =
+          saved_buffer(occupant, sizeof *delta + 8 * (map_words + differing), 1);
+      delta->reference = reference;
+      memcpy(delta->word, map, 8 * map_words);
+      gather_differences(registers, frames, map, map_words, delta->word + map_words);
+      return;
+    }
   }
-  pack(occupant->saved, &stack->self);
-  copy_bytes((char *)occupant->saved + sizeof(cu_parked_context), sp, used);
+  cu_stack_image *image = saved_buffer(occupant, sizeof *image + 8 * words, 0);
+  image->references = 1;
+  image->words = (unsigned)words;
+  memcpy(image->word, registers, sizeof parked);
+  copy_bytes((char *)(image->word + parked_words), sp, 8 * used_words);
+  keep_reference(stack, image);
 }
 
-// Puts a parked fiber's registers and bytes back where they came from.
+// Puts a parked fiber's registers and words back where they came from.
 static void restore(cu_fiber *fiber) {
   cu_shared_stack *stack = fiber->shared;
-  size_t used = fiber->saved_size - sizeof(cu_parked_context);
-  unpack(&stack->self, fiber->saved);
-  set_stack_pointer(&stack->self, stack->top - used);
-  copy_bytes(stack->top - used, (char *)fiber->saved + sizeof(cu_parked_context), used);
+  const cu_stack_image *image;
+  const unsigned long long *bitmap = NULL;
+  if (fiber->delta) {
+    const cu_stack_delta *delta = fiber->saved;
+    image = delta->reference;
+    bitmap = delta->word;
+  } else {
+    image = fiber->saved;
+  }
+  size_t used_words = image->words - parked_words;
+  char *sp = stack->top - 8 * used_words;
+  cu_parked_context parked;
+  memcpy(&parked, image->word, sizeof parked);
+  copy_bytes(sp, (const char *)(image->word + parked_words), 8 * used_words);
+  if (bitmap != NULL) {
+    size_t map_words = bitmap_words(image->words);
+    scatter_differences((unsigned long long *)&parked, (unsigned long long *)sp, bitmap,
+                        map_words, bitmap + map_words);
+  }
+  unpack(&stack->self, &parked);
+  set_stack_pointer(&stack->self, sp);
 }
 
 static void shared_trampoline(cu_fiber *fiber);
@@ -264,9 +471,7 @@ void cu_shared_stack_acquire(cu_fiber *fiber) {
 // Gives up the stack when the fiber's entry has returned, so its dead frames are never saved.
 static void leave(cu_fiber *fiber) {
   if (fiber->shared->occupant == fiber) fiber->shared->occupant = NULL;
-  free(fiber->saved);
-  fiber->saved = NULL;
-  fiber->saved_size = 0;
+  drop_saved(fiber);
 }
 
 // The last switch out of a finished fiber: the one this thread is running. Kept out of the

@@ -177,6 +177,94 @@ import Testing
     #expect(outOfPlace.allSatisfy { $0 < 16 * 1024 })
   }
 
+  /// Coroutines parked at the same await have frames of the same depth that differ in a few
+  /// words (their own objects' addresses): all but the first on each stack keep only those.
+  @Test func coroutinesParkedAtOneAwaitKeepOnlyWhatDiffersFromTheirStacksImage() throws {
+    let size = 76 * 1024  // a size no other test uses: a fresh ring of stacks
+    let count = 200
+    let (saved, results) = try CoroutineLoop.run { () -> ([Int], [Int]) in
+      let loop = try #require(CoroutineLoop.current)
+      let gate = CoPromise<Int>()
+      let tasks = (0..<count).map { index in
+        co_launch(stackSize: size, stack: .shared) { try co_await(gate) &* 3 &+ index }
+      }
+      try yieldToLoop(loop)  // every coroutine has started and parked by now
+      let saved = tasks.map { $0.coroutine.savedStackBytes }
+      gate.fulfill(7)
+      return (saved, try tasks.map { try $0.await() })
+    }
+    #expect(results == (0..<count).map { 21 + $0 })
+    let whole = try #require(saved.max())
+    // One whole image per stack (its first parking) and one occupant per stack in place.
+    let small = saved.filter { $0 > 0 && $0 <= whole / 2 + 8 }
+    #expect(small.count >= count - 2 * SharedStackSet.stacksPerSize)
+  }
+
+  /// 64 words, and 1 024 words (8 KiB) in one local value: most of a frame.
+  private typealias Block = (
+    (Int, Int, Int, Int, Int, Int, Int, Int), (Int, Int, Int, Int, Int, Int, Int, Int),
+    (Int, Int, Int, Int, Int, Int, Int, Int), (Int, Int, Int, Int, Int, Int, Int, Int),
+    (Int, Int, Int, Int, Int, Int, Int, Int), (Int, Int, Int, Int, Int, Int, Int, Int),
+    (Int, Int, Int, Int, Int, Int, Int, Int), (Int, Int, Int, Int, Int, Int, Int, Int)
+  )
+  private typealias Words = (
+    Block, Block, Block, Block, Block, Block, Block, Block,
+    Block, Block, Block, Block, Block, Block, Block, Block
+  )
+
+  /// Frames of the same depth that differ in most words replace the stack's image for that
+  /// depth, and more depths than a stack keeps images for take turns; coroutines stored against
+  /// an image the stack has since let go of still come back intact.
+  @Test func parkedFramesSurviveWhenTheirStacksImagesChange() throws {
+    let size = 80 * 1024  // a size no other test uses: a fresh ring of stacks
+    let stacks = SharedStackSet.stacksPerSize
+    let count = 16 * stacks
+    let wordCount = MemoryLayout<Words>.size / MemoryLayout<Int>.size
+    // Coroutine i runs on stack i % stacks; each stack sees each of 8 patterns twice in a row
+    // (i and i + stacks), at these depths: patterns 3, 6 and 7 find an image of their depth with
+    // other words, and pattern 5 a fifth depth (a stack keeps images for four).
+    func pattern(_ index: Int) -> Int { index / stacks / 2 }
+    func depth(_ index: Int) -> Int { [0, 1, 2, 0, 3, 4, 1, 2][pattern(index)] }
+    func expected(_ index: Int, _ word: Int) -> Int {
+      word == 0 ? index : pattern(index) &* 1_000_003 &+ word
+    }
+    func descend(_ levels: Int, _ index: Int, _ loop: CoroutineLoop) throws -> Bool {
+      if levels > 0 { return try descend(levels - 1, index, loop) }
+      let heap = UnsafeMutablePointer<Words>.allocate(capacity: 1)
+      heap.withMemoryRebound(to: Int.self, capacity: wordCount) { words in
+        for word in 0..<wordCount { words[word] = expected(index, word) }
+      }
+      var words = heap.move()  // in this frame, on the shared stack
+      heap.deallocate()
+      for _ in 0..<5 { try yieldToLoop(loop) }
+      return withUnsafeBytes(of: &words) { bytes in
+        (0..<wordCount).allSatisfy {
+          bytes.load(fromByteOffset: $0 * MemoryLayout<Int>.size, as: Int.self)
+            == expected(index, $0)
+        }
+      }
+    }
+    let (results, saved) = try CoroutineLoop.run { () -> ([Bool], [Int]) in
+      let loop = try #require(CoroutineLoop.current)
+      let tasks = (0..<count).map { index in
+        co_launch(stackSize: size, stack: .shared) { try descend(depth(index), index, loop) }
+      }
+      try yieldToLoop(loop)  // every coroutine has parked by now
+      let saved = tasks.map { $0.coroutine.savedStackBytes }
+      return (try tasks.map { try $0.await() }, saved)
+    }
+    #expect(results == Array(repeating: true, count: count))
+    // The first of each pair on a stack is stored whole (no image of its depth, or one with
+    // other words) and becomes the image the second is stored against. (Under AddressSanitizer
+    // a large local lives on the sanitizer's fake stack instead, and only the outcome counts.)
+    let wordsOnTheStack = saved.contains { $0 > MemoryLayout<Words>.size }
+    for first in (0..<count).filter({ wordsOnTheStack && $0 / stacks % 2 == 0 }) {
+      #expect(saved[first] > MemoryLayout<Words>.size)
+      let second = saved[first + stacks]
+      #expect(second == 0 || second < saved[first] / 4, "coroutine \(first + stacks)")
+    }
+  }
+
   @Test func tenThousandParkedCoroutinesUseNoDedicatedStack() throws {
     let size = 72 * 1024  // a size no other test uses, so the pool's count for it is ours
     let count = 10_000

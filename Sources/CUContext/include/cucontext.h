@@ -56,7 +56,8 @@ cu_stack_slab *_Nullable cu_fiber_slab(const cu_fiber *_Nonnull fiber);
 void cu_fiber_free(cu_fiber *_Nonnull fiber);
 
 /// A stack that many fibers take turns on: while one runs there, the used part of each of the
-/// others waits in a heap buffer of exactly its size. Opaque to Swift.
+/// others waits in a heap buffer of exactly its size (or only the words of it that differ from
+/// another parked fiber's at the same depth). Opaque to Swift.
 typedef struct cu_shared_stack cu_shared_stack;
 
 /// Maps a shared stack of `stack_size` usable bytes (rounded up to whole pages) above a
@@ -73,9 +74,10 @@ void cu_shared_stack_free(cu_shared_stack *_Nonnull stack);
 /// stack. Returns NULL when out of memory.
 cu_fiber *_Nullable cu_fiber_new_shared(cu_shared_stack *_Nonnull stack);
 
-/// Bytes of the fiber held in its heap buffer right now: its used stack and the few registers of
-/// its context that a suspension leaves live (0 while its frames are in place on the shared
-/// stack, and always 0 for a fiber with its own stack).
+/// Bytes of the fiber's own heap buffer right now: its used stack and the few registers of its
+/// context that a suspension leaves live, whole or as the words that differ from an image it
+/// shares (0 while its frames are in place on the shared stack, and always 0 for a fiber with
+/// its own stack).
 size_t cu_fiber_saved_size(const cu_fiber *_Nonnull fiber);
 
 /// Arms a new or finished fiber to run `entry(argument)` from the top of its stack on the next
