@@ -92,6 +92,13 @@ void cu_fiber_resume(cu_fiber *_Nonnull fiber, void *_Nullable coroutine);
 /// memory at `address` (an object); fetch the fiber's saved context; fetch the top of its saved
 /// frames (read from that context, so ask for the context a little earlier).
 void cu_prefetch(const void *_Nonnull address);
+/// The same for `bytes` bytes from `address` (a whole object), inlined into the caller.
+static inline void cu_prefetch_bytes(const void *_Nonnull address, size_t bytes) {
+  const char *line = (const char *)((unsigned long)address & ~63ul);
+  for (const char *end = (const char *)address + bytes; line < end; line += 64) {
+    __builtin_prefetch(line, 1);
+  }
+}
 void cu_fiber_prefetch_context(const cu_fiber *_Nonnull fiber);
 void cu_fiber_prefetch_frames(const cu_fiber *_Nonnull fiber);
 
