@@ -154,4 +154,15 @@ import Testing
     }
     #expect(log.values == [101, 105, 3, 0, 2, 4])
   }
+
+  @Test func theLoopPrefetchesAWholeCoroutineRecord() {
+    let coroutine = Coroutine(scheduler: CoroutineLoop(), name: nil, stackSize: 64 * 1024) { {} }
+    // The allocation holds the record (and perhaps a little slack): prefetching it covers it.
+    let allocated = usableSize(Unmanaged.passUnretained(coroutine).toOpaque())
+    #expect(allocated <= Coroutine.prefetchBytes)
+  }
 }
+
+/// glibc's malloc_usable_size (malloc.h is not part of the Glibc module).
+@_silgen_name("malloc_usable_size")
+private func usableSize(_ pointer: UnsafeMutableRawPointer) -> Int
