@@ -7,17 +7,26 @@
 // them: it faults like PROT_NONE but does not split the mapping, so a whole slab stays one kernel
 // mapping. Older kernels refuse it and get mprotect instead: two mappings per stack, as before.
 // A slot's guard is installed the first time the slot is used, so an unused slot costs nothing.
+// In a burst of launches, cu_stack_slab_prepare readies the next few slots at once instead.
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "fiber.h"
 
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef PIDFD_SELF
+#define PIDFD_SELF -10000  // "the calling process" for the pidfd calls (Linux 6.14+)
 #endif
 
 size_t cu_page_size(void) {
@@ -53,6 +62,27 @@ static int install_guard(char *guard, size_t size) {
 }
 
 static size_t header_size(void) { return round_up(sizeof(cu_fiber), 64); }
+
+// 1 until the kernel refuses process_madvise on the calling process, then 0 for good.
+static int batch_advice_works = 1;
+
+// Gives the same advice for many ranges in one system call. Returns 0 if every range took it;
+// otherwise the caller falls back to one call per range (advice given twice does no harm here).
+static int advise_ranges(const struct iovec *ranges, size_t count, int advice) {
+#if defined(SYS_process_madvise)
+  if (!__atomic_load_n(&batch_advice_works, __ATOMIC_RELAXED)) return -1;
+  size_t total = 0;
+  for (size_t index = 0; index < count; index++) total += ranges[index].iov_len;
+  long done = syscall(SYS_process_madvise, PIDFD_SELF, ranges, count, advice, 0);
+  if (done == (long)total) return 0;
+  if (done < 0 && (errno == EBADF || errno == ENOSYS || errno == EPERM)) {
+    __atomic_store_n(&batch_advice_works, 0, __ATOMIC_RELAXED);
+  }
+#else
+  (void)ranges, (void)count, (void)advice;
+#endif
+  return -1;
+}
 
 cu_stack_slab *cu_stack_slab_new(size_t stack_size, size_t guard_size, size_t count) {
   size_t page = cu_page_size();
@@ -110,6 +140,35 @@ cu_fiber *cu_stack_slab_fiber(cu_stack_slab *slab, size_t index) {
   cu_san_fiber_created(&fiber->sanitizer);
   slab->state[index] = slot_built;
   return fiber;
+}
+
+void cu_stack_slab_prepare(cu_stack_slab *slab, size_t first, size_t count) {
+  enum { most = 64 };
+  if (first >= slab->count || count == 0) return;
+  if (count > slab->count - first) count = slab->count - first;
+  if (count > most) count = most;
+  struct iovec guards[most], tops[most];
+  size_t slots[most];
+  size_t found = 0;
+  size_t page = cu_page_size();
+  for (size_t index = first; index < first + count; index++) {
+    if (slab->state[index] != slot_fresh) continue;
+    char *start = slab->mapping + index * slab->slot_size;
+    char *end = start + slab->slot_size;
+    char *top = (char *)((uintptr_t)slot_fiber(slab, index) / page * page);
+    guards[found] = (struct iovec){.iov_base = start, .iov_len = slab->guard};
+    tops[found] = (struct iovec){.iov_base = top, .iov_len = (size_t)(end - top)};
+    slots[found++] = index;
+  }
+  if (found == 0) return;
+  // Guards first: populating a page and then installing a guard over it would throw it away.
+  if (slab->guard > 0) {
+    if (!__atomic_load_n(&guard_markers_work, __ATOMIC_RELAXED)) return;
+    if (advise_ranges(guards, found, MADV_GUARD_INSTALL) != 0) return;
+  }
+  for (size_t index = 0; index < found; index++) slab->state[slots[index]] = slot_guarded;
+  // Best effort: a page left out is faulted in by its first touch, as without this call.
+  advise_ranges(tops, found, MADV_POPULATE_WRITE);
 }
 
 size_t cu_fiber_slot(const cu_fiber *fiber) { return fiber->slot; }

@@ -130,4 +130,40 @@ import Testing
     #expect(waiting.load(ordering: .relaxed) == 0)
     #expect(Date().timeIntervalSince(started) < 20)
   }
+
+  @Test func sleepersWakeInDeadlineOrderAndCancelledOnesNeverFire() throws {
+    let log = Log()
+    try CoroutineLoop.run {
+      var tasks: [CoTask<Void>] = []
+      // Equal delays wake in the order they slept; a shorter delay armed later (a heap entry
+      // beside the in-order run) wakes before them.
+      for (index, delay) in [0.02, 0.02, 0.02, 0.005, 0.02, 0.03].enumerated() {
+        tasks.append(
+          co_launch {
+            do {
+              try co_delay(delay)
+              log.append(index)
+            } catch is CancellationError {
+              log.append(100 + index)
+            }
+          })
+      }
+      try co_delay(0)  // every sleeper has armed its deadline
+      tasks[1].cancel()  // its entry stays in the heap, dead, until it surfaces
+      tasks[5].cancel()
+    }
+    #expect(log.values == [101, 105, 3, 0, 2, 4])
+  }
+
+  @Test func theLoopPrefetchesAWholeCoroutineRecord() throws {
+    let allocated = try CoroutineLoop.run {
+      usableSize(Unmanaged.passUnretained(try Coroutine.requireCurrent()).toOpaque())
+    }
+    // The allocation holds the record (and perhaps a little slack): prefetching it covers it.
+    #expect(allocated <= Coroutine.prefetchBytes)
+  }
 }
+
+/// glibc's malloc_usable_size (malloc.h is not part of the Glibc module).
+@_silgen_name("malloc_usable_size")
+private func usableSize(_ pointer: UnsafeMutableRawPointer) -> Int

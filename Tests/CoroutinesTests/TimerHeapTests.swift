@@ -66,4 +66,49 @@ import Testing
     }
     drain(&heap, expecting: pending)
   }
+
+  /// An entry holding an object, like the loop's sleepers (which hold their coroutine).
+  final class Token {}
+  struct Held: TimerOrdered {
+    let deadline: UInt64
+    let sequence: UInt64
+    var token: Token
+  }
+
+  @Test func peekingCopiesNothingAndTakingMovesTheEntryOut() {
+    var heap = TimerHeap<Held>()
+    // Two in order (the run) and one due earlier than the run's last (the heap).
+    for (deadline, sequence) in [(10, 0), (30, 1), (20, 2)] as [(UInt64, UInt64)] {
+      heap.insert(Held(deadline: deadline, sequence: sequence, token: Token()))
+    }
+    #expect(heap.firstDeadline == 10)
+    #expect(heap.withFirst { $0.sequence } == 0)
+    #expect(heap.withQueued(at: 1) { $0.sequence } == 1)  // the run's second, whatever the heap holds
+    #expect(heap.withQueued(at: 2) { $0.sequence } == nil)
+    var order: [UInt64] = []
+    while var taken = heap.removeFirst() {
+      // The heap kept no copy of what it handed out: this is the token's only reference.
+      #expect(isKnownUniquelyReferenced(&taken.token))
+      order.append(taken.sequence)
+      #expect(heap.firstDeadline == heap.first?.deadline)
+    }
+    #expect(order == [0, 2, 1])
+    #expect(heap.firstDeadline == nil && heap.withFirst { $0.sequence } == nil)
+  }
+
+  @Test func theFirstDeadlineFollowsWhicheverHeadIsEarlier() {
+    var generator = SplitMix64(seed: 11)
+    var heap = TimerHeap<Timer>()
+    var added: [Timer] = []
+    for sequence in 0..<2000 {
+      let deadline = generator.next() % 3 == 0 ? generator.next() % 5000 : UInt64(sequence) * 3
+      let timer = Timer(deadline: deadline, sequence: UInt64(sequence))
+      added.append(timer)
+      heap.insert(timer)
+      let earliest = added.min { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }!
+      #expect(heap.firstDeadline == earliest.deadline)
+      #expect(heap.withFirst { $0 } == earliest)
+    }
+    drain(&heap, expecting: added)
+  }
 }

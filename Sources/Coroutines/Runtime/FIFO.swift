@@ -18,8 +18,16 @@ struct FIFO<Element> {
   @inlinable
   var last: Element? { isEmpty ? nil : storage[storage.count - 1] }
 
+  /// Calls `body` with the element `offset` places from the front, in place (no copy, so no
+  /// retain of an object it holds), or returns nil when there is none.
   @inlinable
-  mutating func append(_ element: Element) {
+  func withElement<R>(at offset: Int = 0, _ body: (borrowing Element) -> R) -> R? {
+    guard offset >= 0, offset < count else { return nil }
+    return storage.withUnsafeBufferPointer { slots in body(slots[head + offset].unsafelyUnwrapped) }
+  }
+
+  @inlinable
+  mutating func append(_ element: consuming Element) {
     storage.append(element)
   }
 

@@ -1,3 +1,4 @@
+import CUContext
 import Synchronization
 
 /// A timer on a loop. Cancelling marks it; the loop drops marked timers when they surface.
@@ -63,6 +64,17 @@ struct TimerEntry {
     action = .sleep(coroutine, generation)
   }
 
+  /// Asks the processor for the object the entry fires on (its timer, or its coroutine's
+  /// record), which firing reads and writes.
+  func prefetch() {
+    switch action {
+    case .timer(let timer):
+      cu_prefetch(Unmanaged.passUnretained(timer).toOpaque())
+    case .sleep(let coroutine, _):
+      cu_prefetch_bytes(Unmanaged.passUnretained(coroutine).toOpaque(), Coroutine.prefetchBytes)
+    }
+  }
+
   /// True once nothing can come of the entry: its timer was cancelled, or the sleep it stood
   /// for has already ended (cancelled).
   var isDead: Bool {
@@ -76,9 +88,10 @@ struct TimerEntry {
 /// Timers ordered by deadline, then by insertion: a binary min-heap, beside a first-in first-out
 /// run for timers that arrive in order.
 ///
-/// Sifting compares only the trivial keys, in place through a buffer pointer: copying an entry
-/// out to compare it would retain and release its object on every step, which was most of the
-/// cost of a `co_delay` with ten thousand sleepers.
+/// Nothing here copies an entry: sifting and choosing between the two heads compare the trivial
+/// keys in place, and entries are moved in and out. A copy retains the entry's object and its
+/// end releases it, and with ten thousand sleepers every such object is a cache miss: those
+/// copies were most of the cost of a `co_delay`.
 ///
 /// Most timers arrive in deadline order: every `co_delay(d)` with the same `d` is due after all
 /// those armed before it. Such a timer is appended to the run, where adding and taking it cost
@@ -88,20 +101,76 @@ struct TimerHeap<Entry: TimerOrdered> {
   private var entries: [Entry] = []
   /// Timers in order.
   private var run = FIFO<Entry>()
+  /// The key of the run's last timer (meaningless while the run is empty), kept apart so that
+  /// an insertion compares with it without touching that timer.
+  private var runLast = Key(deadline: 0, sequence: 0)
+
+  private struct Key: Comparable {
+    let deadline: UInt64
+    let sequence: UInt64
+
+    init(deadline: UInt64, sequence: UInt64) {
+      self.deadline = deadline
+      self.sequence = sequence
+    }
+
+    init(_ entry: borrowing Entry) {
+      deadline = entry.deadline
+      sequence = entry.sequence
+    }
+
+    /// Earlier deadline first; equal deadlines in the order they were added.
+    static func < (a: Key, b: Key) -> Bool { (a.deadline, a.sequence) < (b.deadline, b.sequence) }
+  }
 
   var isEmpty: Bool { entries.isEmpty && run.isEmpty }
   /// How many timers are waiting (for tests).
   var count: Int { entries.count + run.count }
 
-  var first: Entry? {
-    guard let runFirst = run.first else { return entries.first }
-    guard let heapFirst = entries.first else { return runFirst }
-    return Self.isEarlier(heapFirst, than: runFirst) ? heapFirst : runFirst
+  /// The first timer (a copy: use ``withFirst(_:)`` on hot paths).
+  var first: Entry? { withFirst { copy $0 } }
+
+  /// The first timer's deadline, without touching the timer's object.
+  var firstDeadline: UInt64? {
+    switch firstPlace {
+    case .none: nil
+    case .heap: entries.withUnsafeBufferPointer { $0[0].deadline }
+    case .run: run.withElement { $0.deadline }
+    }
   }
 
-  mutating func insert(_ entry: Entry) {
+  /// Calls `body` with the first timer in place, or returns nil when there is none.
+  func withFirst<R>(_ body: (borrowing Entry) -> R) -> R? {
+    switch firstPlace {
+    case .none: nil
+    case .heap: entries.withUnsafeBufferPointer { body($0[0]) }
+    case .run: run.withElement(body)
+    }
+  }
+
+  /// Calls `body` with the timer `offset` places behind the run's head, in place, or returns nil
+  /// when the run is shorter: for warming the caches ahead of the timers about to fire (most of
+  /// which are in the run).
+  func withQueued<R>(at offset: Int, _ body: (borrowing Entry) -> R) -> R? {
+    run.withElement(at: offset, body)
+  }
+
+  private enum Place { case none, heap, run }
+
+  /// Which head holds the first timer.
+  private var firstPlace: Place {
+    guard let runFirst = run.withElement({ Key($0) }) else {
+      return entries.isEmpty ? .none : .heap
+    }
+    if entries.isEmpty { return .run }
+    return entries.withUnsafeBufferPointer { Key($0[0]) } < runFirst ? .heap : .run
+  }
+
+  mutating func insert(_ entry: consuming Entry) {
+    let key = Key(entry)
     // Due no earlier than the run's last (or the run is empty): it joins the run.
-    guard let runLast = run.last, Self.isEarlier(entry, than: runLast) else {
+    if run.isEmpty || !(key < runLast) {
+      runLast = key
       run.append(entry)
       return
     }
@@ -118,13 +187,11 @@ struct TimerHeap<Entry: TimerOrdered> {
   }
 
   mutating func removeFirst() -> Entry? {
-    if let runFirst = run.first {
-      if let heapFirst = entries.first, Self.isEarlier(heapFirst, than: runFirst) {
-        return removeFirstOfHeap()
-      }
-      return run.popFirst()
+    switch firstPlace {
+    case .none: nil
+    case .heap: removeFirstOfHeap()
+    case .run: run.popFirst()
     }
-    return removeFirstOfHeap()
   }
 
   private mutating func removeFirstOfHeap() -> Entry? {
@@ -147,14 +214,9 @@ struct TimerHeap<Entry: TimerOrdered> {
     return first
   }
 
-  /// Earlier deadline first; equal deadlines in the order they were added.
   private static func isEarlier(_ heap: UnsafeMutableBufferPointer<Entry>, _ i: Int, _ j: Int)
     -> Bool
   {
-    (heap[i].deadline, heap[i].sequence) < (heap[j].deadline, heap[j].sequence)
-  }
-
-  private static func isEarlier(_ a: Entry, than b: Entry) -> Bool {
-    (a.deadline, a.sequence) < (b.deadline, b.sequence)
+    Key(heap[i]) < Key(heap[j])
   }
 }
