@@ -106,7 +106,7 @@ import Testing
     #expect(pooled <= 2 * CoroutineStack.poolCapacity)
     #expect(StackPool.shared.mappedCount(size: size) == pooled)
     #expect(StackPool.shared.inUseCount(size: size) == 0)
-    StackPool.shared.trim(toPerSize: 0)
+    StackPool.shared.trim(size: size, to: 0)
     #expect(StackPool.shared.mappedCount(size: size) == 0)
   }
 
@@ -126,13 +126,13 @@ import Testing
         for (seed, task) in sums.enumerated() {
           #expect(try task.await() == deepSum(seed &+ round, depth: 200))
         }
-        StackPool.shared.trim(toPerSize: 0)
+        StackPool.shared.trim(size: size, to: 0)
         #expect(StackPool.shared.mappedCount(size: size) == 1)
       }
       keeper.fulfill(())
       try held.await()
     }
-    StackPool.shared.trim(toPerSize: 0)
+    StackPool.shared.trim(size: size, to: 0)
     #expect(StackPool.shared.mappedCount(size: size) == 0)
   }
 }

@@ -3,10 +3,10 @@ import Testing
 
 @testable import Coroutines
 
-/// Each test uses its own stack size, so the pool counts it reads belong to it alone even
-/// while other tests run in parallel. They run one at a time among themselves: each ends by
-/// trimming the whole pool, which would skew the counts of another still counting.
-@Suite(.serialized) struct StackTests {
+/// Each test uses its own stack size, and trims only that size, so the pool counts it reads
+/// belong to it alone even while other tests run in parallel (a trim of every size, run by a
+/// parallel test, once emptied this suite's pool between its launch and its count).
+@Suite struct StackTests {
   @Test func aFinishedCoroutinesStackIsReused() throws {
     let size = 68 * 1024
     try CoroutineLoop.run {
@@ -16,7 +16,7 @@ import Testing
       }
     }
     #expect(StackPool.shared.pooledCount(size: size) == 1)
-    StackPool.shared.trim(toPerSize: 0)
+    StackPool.shared.trim(size: size, to: 0)
     #expect(StackPool.shared.mappedCount(size: size) == 0)
   }
 
@@ -34,7 +34,7 @@ import Testing
     let pooled = StackPool.shared.pooledCount(size: size)
     #expect(pooled == min(100, CoroutineStack.poolCapacity))
     #expect(StackPool.shared.mappedCount(size: size) == pooled)
-    StackPool.shared.trim(toPerSize: 0)
+    StackPool.shared.trim(size: size, to: 0)
     #expect(StackPool.shared.mappedCount(size: size) == 0)
   }
 
@@ -42,7 +42,7 @@ import Testing
     let odd = 80 * 1024 + 1
     _ = try CoroutineLoop.run { try co_launch(stackSize: odd) { 1 }.await() }
     #expect(StackPool.shared.pooledCount(size: 84 * 1024) == 1)
-    StackPool.shared.trim(toPerSize: 0)
+    StackPool.shared.trim(size: 84 * 1024, to: 0)
   }
 
   @Test func theDefaultsAreDocumented() {

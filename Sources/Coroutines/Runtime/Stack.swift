@@ -287,15 +287,30 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   func trim(toPerSize limit: Int) {
     let empty = mutex.withLock { _ -> [Slab] in
       var empty: [Slab] = []
-      for sizeClass in classes.values {
-        while sizeClass.ready.count > limit, let fiber = sizeClass.ready.popLast() {
-          if let slab = makeIdle(fiber, in: sizeClass) { empty.append(slab) }
-        }
-        if sizeClass.idleCount + sizeClass.ready.count > limit { releaseIdle(in: sizeClass) }
-      }
+      for sizeClass in classes.values { trim(sizeClass, to: limit, freeing: &empty) }
       return empty
     }
     empty.forEach { cu_stack_slab_free($0.pointer) }
+  }
+
+  /// Trims the pooled stacks of one size only (for tests, which run in parallel: trimming every
+  /// size would move the counts another test is reading for its own size).
+  func trim(size: Int, to limit: Int) {
+    let empty = mutex.withLock { _ -> [Slab] in
+      var empty: [Slab] = []
+      if let sizeClass = classes[size] { trim(sizeClass, to: limit, freeing: &empty) }
+      return empty
+    }
+    empty.forEach { cu_stack_slab_free($0.pointer) }
+  }
+
+  /// Under `mutex`: keeps at most `limit` pooled stacks of `sizeClass`, collecting the slabs
+  /// left empty, to be unmapped once the mutex is dropped.
+  private func trim(_ sizeClass: SizeClass, to limit: Int, freeing empty: inout [Slab]) {
+    while sizeClass.ready.count > limit, let fiber = sizeClass.ready.popLast() {
+      if let slab = makeIdle(fiber, in: sizeClass) { empty.append(slab) }
+    }
+    if sizeClass.idleCount + sizeClass.ready.count > limit { releaseIdle(in: sizeClass) }
   }
 
   /// The size class of `size`, created on first use. Under `mutex`. Most programs use one
