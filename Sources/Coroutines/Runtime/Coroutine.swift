@@ -308,6 +308,15 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// The loop the coroutine resumes on, when that is a ``CoroutineLoop``.
   var currentLoop: CoroutineLoop? { loop?.takeUnretainedValue() }
 
+  /// Sleeps `delay` nanoseconds in its loop's timer heap (see `sleep(on:nanoseconds:)`) when it
+  /// resumes on a loop and runs on that loop's thread now; false, without waiting, otherwise.
+  /// Reads the loop unretained: the loop outlives the coroutines it runs.
+  func sleepOnCurrentLoop(nanoseconds delay: UInt64) throws(CancellationError) -> Bool {
+    guard let loop, loop._withUnsafeGuaranteedRef({ $0.isCurrent }) else { return false }
+    try sleep(on: loop.takeUnretainedValue(), nanoseconds: delay)
+    return true
+  }
+
   /// Sleeps `delay` nanoseconds in `loop`'s timer heap without allocating: the loop wakes the
   /// coroutine itself. Must run on this coroutine's stack, on the loop's thread.
   func sleep(on loop: CoroutineLoop, nanoseconds delay: UInt64) throws(CancellationError) {
