@@ -49,6 +49,7 @@ struct cu_shared_stack {
   cu_parked_context start;         // the control words and mask a fiber starts with
   cu_stack_image *images[cu_stack_images];  // references by depth, unowned (NULL: free)
   unsigned next_image;                      // the one replaced next when all are taken
+  unsigned fibers;  // fibers made on the stack and not yet freed (deltas pay off only with many)
 };
 
 struct cu_fiber {

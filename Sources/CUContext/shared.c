@@ -152,11 +152,13 @@ cu_fiber *cu_fiber_new_shared(cu_shared_stack *stack) {
   if (fiber == NULL) return NULL;
   fiber->stack_size = (size_t)(stack->top - stack->base);
   fiber->shared = stack;
+  stack->fibers++;
   cu_san_fiber_created(&fiber->sanitizer);
   return fiber;
 }
 
 void cu_shared_fiber_free(cu_fiber *fiber) {
+  fiber->shared->fibers--;
   if (fiber->shared->occupant == fiber) fiber->shared->occupant = NULL;
   drop_saved(fiber);
   free(fiber->label);
@@ -343,7 +345,9 @@ static void keep_reference(cu_shared_stack *stack, cu_stack_image *image) {
 // pointers, which are absolute addresses on the shared stack, type metadata), so the stack keeps
 // an image per depth and a parking that differs from it in at most half of its words keeps only
 // those words and a bit per word; any other becomes a whole image, and the reference for its
-// depth. Either way in a buffer of exactly its size.
+// depth. Either way in a buffer of exactly its size. A stack carrying fewer fibers than
+// CU_SHARED_DELTA_MIN_FIBERS stores whole images only: differences could save a few KiB there
+// at most, not worth the comparing and scattering they add to every switch between two of them.
 static void save(cu_fiber *occupant) {
   cu_shared_stack *stack = occupant->shared;
   char *sp = saved_stack_pointer(&stack->self);
@@ -360,7 +364,8 @@ static void save(cu_fiber *occupant) {
 
   cu_stack_image *reference = reference_for(stack, words);
   size_t map_words = bitmap_words(words);
-  if (reference != NULL && map_words <= delta_map_words_max) {
+  if (reference != NULL && map_words <= delta_map_words_max &&
+      stack->fibers >= CU_SHARED_DELTA_MIN_FIBERS) {
     unsigned long long map[delta_map_words_max];
     memset(map, 0, 8 * map_words);
     mark_differences(registers, reference->word, parked_words, 0, map);

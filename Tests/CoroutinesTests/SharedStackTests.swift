@@ -1,3 +1,4 @@
+import CUContext
 import Dispatch
 import Foundation
 import Testing
@@ -181,7 +182,8 @@ import Testing
   /// words (their own objects' addresses): all but the first on each stack keep only those.
   @Test func coroutinesParkedAtOneAwaitKeepOnlyWhatDiffersFromTheirStacksImage() throws {
     let size = 76 * 1024  // a size no other test uses: a fresh ring of stacks
-    let count = 200
+    let threshold = Int(CU_SHARED_DELTA_MIN_FIBERS)
+    let count = 2 * threshold * SharedStackSet.stacksPerSize
     let (saved, results) = try CoroutineLoop.run { () -> ([Int], [Int]) in
       let loop = try #require(CoroutineLoop.current)
       let gate = CoPromise<Int>()
@@ -195,9 +197,32 @@ import Testing
     }
     #expect(results == (0..<count).map { 21 + $0 })
     let whole = try #require(saved.max())
-    // One whole image per stack (its first parking) and one occupant per stack in place.
+    // Whole copies while a stack carries fewer fibers than the threshold (fibers are made as
+    // coroutines start), and one occupant per stack in place; differences for all the others.
     let small = saved.filter { $0 > 0 && $0 <= whole / 2 + 8 }
-    #expect(small.count >= count - 2 * SharedStackSet.stacksPerSize)
+    #expect(small.count >= count - (threshold + 1) * SharedStackSet.stacksPerSize)
+  }
+
+  /// A stack carrying a few fibers stores each parking whole: the differences would save little
+  /// memory there and cost time at every switch.
+  @Test func aFewCoroutinesOnAStackKeepWholeCopies() throws {
+    let size = 88 * 1024  // a size no other test uses: a fresh ring of stacks
+    let count = 3 * SharedStackSet.stacksPerSize
+    let saved = try CoroutineLoop.run { () -> [Int] in
+      let loop = try #require(CoroutineLoop.current)
+      let gate = CoPromise<Int>()
+      let tasks = (0..<count).map { index in
+        co_launch(stackSize: size, stack: .shared) { try co_await(gate) &+ index }
+      }
+      try yieldToLoop(loop)
+      let saved = tasks.map { $0.coroutine.savedStackBytes }
+      gate.fulfill(1)
+      for (index, task) in tasks.enumerated() { #expect(try task.await() == 1 + index) }
+      return saved
+    }
+    let parked = saved.filter { $0 > 0 }
+    #expect(parked.count == count - SharedStackSet.stacksPerSize)  // all but the occupants
+    #expect(Set(parked).count == 1)  // the same depth, stored whole every time
   }
 
   /// 64 words, and 1 024 words (8 KiB) in one local value: most of a frame.
@@ -246,6 +271,16 @@ import Testing
     }
     let (results, saved) = try CoroutineLoop.run { () -> ([Bool], [Int]) in
       let loop = try #require(CoroutineLoop.current)
+      // Enough coroutines parked on every stack first for it to store differences at all; a
+      // multiple of `stacks`, so coroutine i still runs on stack i % stacks.
+      let gate = CoPromise<Void>()
+      let fillers = (0..<Int(CU_SHARED_DELTA_MIN_FIBERS) * stacks).map { _ in
+        co_launch(stackSize: size, stack: .shared) { try co_await(gate) }
+      }
+      defer {
+        gate.fulfill(())
+        for filler in fillers { _ = try? filler.await() }
+      }
       let tasks = (0..<count).map { index in
         co_launch(stackSize: size, stack: .shared) { try descend(depth(index), index, loop) }
       }

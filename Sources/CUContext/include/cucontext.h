@@ -86,6 +86,10 @@ cu_fiber *_Nullable cu_fiber_new_shared(cu_shared_stack *_Nonnull stack);
 /// its own stack).
 size_t cu_fiber_saved_size(const cu_fiber *_Nonnull fiber);
 
+/// How many fibers a shared stack must carry before a parking is stored as the words that
+/// differ from an image: below it, whole copies (faster to switch, and little memory anyway).
+enum { CU_SHARED_DELTA_MIN_FIBERS = 32 };
+
 /// Arms a new or finished fiber to run `entry(argument)` from the top of its stack on the next
 /// resume. Reusing a pooled fiber this way costs no system call.
 void cu_fiber_prepare(cu_fiber *_Nonnull fiber, cu_fiber_entry _Nonnull entry,
