@@ -155,6 +155,68 @@ import Testing
     #expect(log.values == [101, 105, 3, 0, 2, 4])
   }
 
+  @Test func sleepersAreCountedOnTheLoopThreadAndTimersFromOtherThreadsKeepTheLoopAlive() throws {
+    let log = Log()
+    let counts = try CoroutineLoop.run { () -> [Int] in
+      let loop = try #require(CoroutineLoop.current)
+      var counts: [Int] = []
+      var sleepers: [CoTask<Void>] = []
+      for index in 0..<4 {
+        sleepers.append(
+          co_launch {
+            do {
+              try co_delay(60)  // never rings: each is cancelled below
+              log.append(index)
+            } catch is CancellationError {
+              log.append(100 + index)
+            }
+          })
+      }
+      try co_delay(0)  // every sleeper has armed its deadline
+      counts.append(loop.pendingSleepsForTesting)
+      sleepers[2].cancel()  // ends early: no longer pending, its entry dead in the heap
+      try co_delay(0)  // the cancelled sleeper has resumed and thrown
+      counts.append(loop.pendingSleepsForTesting)
+      for sleeper in sleepers { sleeper.cancel() }
+      try co_delay(0)
+      counts.append(loop.pendingSleepsForTesting)
+      // Timers made on another thread, one of them cancelled there: they reach the heap through
+      // the lock. Once this body returns, the live one is all that keeps the loop running.
+      let made = CoPromise<Void>()
+      DispatchQueue.global().async {
+        _ = loop.schedule(after: 0.02) { log.append(7) }
+        loop.schedule(after: 60) { log.append(8) }.cancel()
+        made.fulfill(())
+      }
+      try co_await(made)
+      counts.append(loop.pendingTimersForTesting)
+      return counts
+    }
+    #expect(counts == [4, 3, 0, 1])
+    #expect(log.values == [102, 100, 101, 103, 7])
+  }
+
+  @Test func moreSleepersThanOneTurnFiresWakeInTheOrderTheySlept() throws {
+    let log = Log()
+    let count = 3 * CoroutineLoop.timerBatch + 5
+    try CoroutineLoop.run {
+      for index in 0..<count {
+        co_launch {
+          try co_delay(0.005)
+          log.append(index)
+          try co_delay(0)  // a job queued after its turn: runs after every due sleeper woke
+          log.append(count + index)
+        }
+      }
+    }
+    // All were due at once; they woke a batch per turn, in order, and the jobs they queued
+    // waited for later turns without passing any of them.
+    let values = log.values
+    #expect(values.count == 2 * count)
+    #expect(values.filter { $0 < count } == Array(0..<count))
+    #expect(values.filter { $0 >= count } == Array(count..<(2 * count)))
+  }
+
   @Test func theLoopPrefetchesAWholeCoroutineRecord() throws {
     let allocated = try CoroutineLoop.run {
       usableSize(Unmanaged.passUnretained(try Coroutine.requireCurrent()).toOpaque())

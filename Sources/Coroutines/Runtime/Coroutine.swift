@@ -296,7 +296,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Switches out until the armed wait is claimed and woken; returns at once if it already was.
   @usableFromInline
   func park() {
-    if compareAndSwap(.wokenEarly, .running) { return }
+    // Only a waker's `running → wokenEarly` can have changed the state, and nothing changes it
+    // back but this thread: a plain load decides, and most parks skip the locked instruction,
+    // which right after a switch into a cold coroutine waited for that switch's stores. A wake
+    // that lands after the load is caught by the compare-and-swap in `switchIn`.
+    if state.load(ordering: .acquiring) == .wokenEarly, compareAndSwap(.wokenEarly, .running) {
+      return
+    }
     exit = .park
     cu_fiber_suspend(fiber!)
   }

@@ -17,8 +17,9 @@ import Synchronization
 /// Jobs and wake-ups may come from any thread; jobs scheduled from the loop's own thread take
 /// no lock.
 public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unchecked Sendable {
-  // `remoteJobs`, `remoteTimers` and `sleeping` are behind `lock`; `localJobs` and `timers` are
-  // touched only by the thread inside `run()`; the counters are atomics.
+  // `remoteJobs`, `remoteTimers` and `sleeping` are behind `lock`; `localJobs`, `timers`,
+  // `sleepers` and `nextSequence` are touched only by the thread inside `run()`; the other
+  // counters are atomics.
 
   /// The process's main loop. ``run(_:)`` drives it when called on the main thread; jobs
   /// scheduled on it before that wait for it.
@@ -40,9 +41,17 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   @exclusivity(unchecked) private var sleeping = false
   @exclusivity(unchecked) private var localJobs = JobQueue()
   @exclusivity(unchecked) private var timers = TimerHeap<TimerEntry>()
+  /// `co_delay` sleeps in `timers` that have neither rung nor ended early. Only the loop's own
+  /// thread arms, wakes and ends them, so a plain counter does: an atomic's locked add right
+  /// after switching into a cold coroutine waited for that switch's stores to drain.
+  @exclusivity(unchecked) private var sleepers = 0
+  /// The insertion order of the next entry of `timers`, for equal deadlines (loop thread only:
+  /// a timer from another thread gets its number when it reaches the heap).
+  @exclusivity(unchecked) private var nextSequence: UInt64 = 0
+  /// Timers made by ``schedule(after:_:)`` that have neither fired nor been cancelled: made
+  /// and cancelled on any thread, so atomic.
   private let pendingTimers = Atomic<Int>(0)
   private let liveCoroutines = Atomic<Int>(0)
-  private let timerSequence = Atomic<UInt64>(0)
   private let running = Atomic<Bool>(false)
   /// True while `remoteJobs` or `remoteTimers` holds something: set under `lock` by other
   /// threads, cleared under `lock` by the loop, read without it so that a turn with nothing
@@ -94,17 +103,16 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   {
     let delay = nanoseconds(fromSeconds: seconds, in: "CoroutineLoop.schedule(after:)")
     pendingTimers.add(1, ordering: .relaxed)
+    // The sequence that orders equal deadlines is the heap's own, given on arrival.
     let timer = LoopTimer(
-      deadline: monotonicNanoseconds() &+ delay,
-      sequence: timerSequence.add(1, ordering: .relaxed).newValue,
-      job: job,
+      deadline: monotonicNanoseconds() &+ delay, sequence: 0, job: job,
       onCancel: { [weak self] in
         guard let self else { return }
         self.pendingTimers.subtract(1, ordering: .relaxed)
         self.wakeUpIfElsewhere()
       })
     if isCurrent {
-      timers.insert(TimerEntry(timer))
+      insert(timer)
     } else {
       lock.withLock {
         remoteTimers.append(timer)
@@ -119,17 +127,34 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// `delay` nanoseconds; the loop wakes it directly, so `co_delay` allocates nothing. Called
   /// on the loop's own thread.
   func addSleep(_ coroutine: Coroutine, generation: UInt64, nanoseconds delay: UInt64) {
-    pendingTimers.add(1, ordering: .relaxed)
+    sleepers += 1
+    nextSequence &+= 1
     timers.insert(
       TimerEntry(
         sleeping: coroutine, generation: generation, deadline: monotonicNanoseconds() &+ delay,
-        sequence: timerSequence.add(1, ordering: .relaxed).newValue))
+        sequence: nextSequence))
   }
 
-  /// A sleep ended before its deadline (cancelled): it no longer keeps the loop alive.
+  /// A sleep ended before its deadline (cancelled): it no longer keeps the loop alive. Called
+  /// on the loop's own thread, where the sleeping coroutine resumes.
   func sleepEndedEarly() {
-    pendingTimers.subtract(1, ordering: .relaxed)
+    sleepers -= 1
   }
+
+  /// Puts a timer on the heap, numbered after every entry already there. Loop thread only.
+  private func insert(_ timer: LoopTimer) {
+    nextSequence &+= 1
+    timers.insert(TimerEntry(timer, sequence: nextSequence))
+  }
+
+  /// How many `co_delay` sleeps are pending (for tests, on the loop's own thread).
+  var pendingSleepsForTesting: Int {
+    precondition(isCurrent, "pendingSleepsForTesting: read it on the loop's own thread")
+    return sleepers
+  }
+
+  /// How many ``schedule(after:_:)`` timers are pending (for tests).
+  var pendingTimersForTesting: Int { pendingTimers.load(ordering: .acquiring) }
 
   // MARK: Accounting
 
@@ -167,9 +192,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     }
     while true {
       takeRemoteWork()
-      fireDueTimers()
+      let moreDue = fireDueTimers()
       runQueuedJobs()
-      if !localJobs.isEmpty { continue }
+      if moreDue || !localJobs.isEmpty { continue }
       if !waitForWork() { break }
     }
     timers = TimerHeap<TimerEntry>()
@@ -182,16 +207,27 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     lock.withLock {
       hasRemoteWork.store(false, ordering: .relaxed)
       localJobs.takeAll(from: &remoteJobs)
-      for timer in remoteTimers { timers.insert(TimerEntry(timer)) }
+      for timer in remoteTimers { insert(timer) }
       remoteTimers.removeAll(keepingCapacity: true)
     }
   }
 
-  private func fireDueTimers() {
-    guard !timers.isEmpty else { return }
+  /// Fires up to ``timerBatch`` due timers (dropping dead ones on the way); returns true when
+  /// more are due, for the next turn.
+  ///
+  /// In batches, so that the jobs a batch queues run while what firing touched is still in the
+  /// cache: firing reads and writes each sleeper's record, and resuming it reads the record
+  /// again; with thousands due at once and all fired before any ran, every record was a cache
+  /// miss twice. Timers still fire in deadline order, and every turn fires some, so queued jobs
+  /// cannot starve them; but with more than a batch due, the later ones wait a turn or more,
+  /// behind jobs queued meanwhile.
+  private func fireDueTimers() -> Bool {
+    guard !timers.isEmpty else { return false }
     let now = monotonicNanoseconds()
+    var fired = 0
     while let deadline = timers.firstDeadline {
-      if deadline > now, timers.withFirst({ !$0.isDead }) == true { break }
+      if deadline > now, timers.withFirst({ !$0.isDead }) == true { return false }
+      if fired == Self.timerBatch { return true }
       // Firing writes to the object of each timer; with thousands due at once, each would be
       // a cache miss in turn. Asked for a few timers early, they arrive together.
       timers.withQueued(at: Self.timerPrefetchDistance) { $0.prefetch() }
@@ -201,16 +237,24 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
         if timer.claimForFiring() {
           pendingTimers.subtract(1, ordering: .relaxed)
           localJobs.append(.closure(timer.job))
+          fired += 1
         }
       case .sleep(let coroutine, let generation):
         // A sleep ended early by cancellation fails the claim; its co_delay did the counting.
         if coroutine.claim(generation) {
-          pendingTimers.subtract(1, ordering: .relaxed)
+          sleepers -= 1
           coroutine.wakeFromSleep()
+          fired += 1
         }
       }
     }
+    return false
   }
+
+  /// How many timers one turn fires at most: enough that the turns' own cost (a clock reading,
+  /// a look for other threads' work) stays small beside the jobs, few enough that the records
+  /// firing touched are still cached when the batch's jobs run.
+  static let timerBatch = 64
 
   /// How many timers ahead of the one firing `fireDueTimers` warms the caches for.
   static let timerPrefetchDistance = 8
@@ -235,7 +279,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     lock.lock()
     defer { lock.unlock() }
     guard remoteJobs.isEmpty, remoteTimers.isEmpty else { return true }
-    if liveCoroutines.load(ordering: .acquiring) == 0, pendingTimers.load(ordering: .acquiring) == 0
+    if liveCoroutines.load(ordering: .acquiring) == 0, sleepers == 0,
+      pendingTimers.load(ordering: .acquiring) == 0
     {
       return false
     }

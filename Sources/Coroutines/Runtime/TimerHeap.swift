@@ -4,6 +4,8 @@ import Synchronization
 /// A timer on a loop. Cancelling marks it; the loop drops marked timers when they surface.
 final class LoopTimer: CoroutineTimer, Sendable {
   let deadline: UInt64
+  /// Its place among timers of the same deadline, on a heap of timers themselves
+  /// (`CoroutineTestLoop`); a `CoroutineLoop` numbers its heap's entries itself.
   let sequence: UInt64
   let job: @Sendable () -> Void
   private let done = Atomic<Bool>(false)
@@ -52,9 +54,10 @@ struct TimerEntry {
   let sequence: UInt64
   let action: Action
 
-  init(_ timer: LoopTimer) {
+  /// The entry of `timer`, numbered `sequence` among the entries of its heap.
+  init(_ timer: LoopTimer, sequence: UInt64) {
     deadline = timer.deadline
-    sequence = timer.sequence
+    self.sequence = sequence
     action = .timer(timer)
   }
 
