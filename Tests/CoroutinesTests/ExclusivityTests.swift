@@ -72,7 +72,7 @@ import Testing
         try yield(2)
       }
     }
-    var iterator = numbers.makeIterator()
+    let iterator = numbers.makeIterator()
     Self.mutate(&outer.value) { #expect(iterator.next() == 1) }  // parks inside `inner`'s access
     inner.value += 10  // the thread no longer holds the coroutine's access: no trap
     Self.mutate(&outer.value) { #expect(iterator.next() == 2) }
