@@ -44,7 +44,7 @@ CU_SWITCH_CODE static void trampoline(unsigned int high, unsigned int low) {
   cu_san_fiber_arrived(&fiber->sanitizer);
   fiber->entry(fiber->argument);
   cu_san_fiber_leaving(&fiber->sanitizer, 1);
-  current_switch(&fiber->self, &fiber->resumer);
+  current_switch(&fiber->self, fiber->resumer);
   abort();  // a finished fiber is prepared again before it is resumed again
 }
 
@@ -84,6 +84,8 @@ void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {
 
 void cu_fiber_resume(cu_fiber *fiber, void *coroutine) {
   cu_sanitizer_resumer san;
+  ucontext_t resumer;  // where this thread's registers wait for the fiber to switch back
+  if (fiber->shared == NULL) fiber->resumer = &resumer;
   // Safe to keep these thread-locals' addresses across the switch: the code after a resume
   // runs on the thread that called it (unlike the code after a suspend).
   void *previous_coroutine = cu_current_coroutine;
@@ -134,7 +136,6 @@ static void prefetch_switch_fields(const ucontext_t *context) {
 void cu_fiber_prefetch_context(const cu_fiber *fiber) {
   prefetch_range(fiber, 64);  // exclusivity set, entry, shared, stack size
   prefetch_switch_fields(&fiber->self);
-  prefetch_switch_fields(&fiber->resumer);
 }
 
 void cu_fiber_prefetch_frames(const cu_fiber *fiber) {

@@ -70,7 +70,10 @@ struct cu_fiber {
       int owns_slab;               // 1 for cu_fiber_new's single-slot slab, freed with the fiber
       char name[64];      // the coroutine's name for overflow reports (may be cut)
       ucontext_t self;    // where the fiber's registers rest while it is suspended
-      ucontext_t resumer; // where the resumer's registers rest while the fiber runs
+      // Where the resumer's registers rest while the fiber runs: a context in the frame of the
+      // cu_fiber_resume running it, on the resumer's own (warm) stack. A context in this record
+      // was a cold line to write on every resume of one of many coroutines.
+      ucontext_t *resumer;
     };
     struct {  // A fiber on a shared stack (shared.c): its record ends here.
       void *saved;          // its registers and used stack bytes while another fiber has the stack:
@@ -88,7 +91,7 @@ static inline ucontext_t *cu_fiber_self(cu_fiber *fiber) {
   return fiber->shared != NULL ? &fiber->shared->self : &fiber->self;
 }
 static inline ucontext_t *cu_fiber_resumer(cu_fiber *fiber) {
-  return fiber->shared != NULL ? &fiber->shared->resumer : &fiber->resumer;
+  return fiber->shared != NULL ? &fiber->shared->resumer : fiber->resumer;
 }
 // The lowest usable stack address, and the start of the guard below it.
 static inline void *cu_fiber_stack_bottom(const cu_fiber *fiber) {
