@@ -111,18 +111,17 @@ func launchCoroutine<T>(
   let size = roundedToPages(stackSize ?? CoroutineStack.defaultSize)
   let target = scheduler ?? defaultScheduler()
   let shared = sharedStackChosen(stack, on: target)
+  // Captures nothing (the task holds the body), so it costs no allocation.
   let coroutine = Coroutine(scheduler: target, name: name, stackSize: size, sharedStack: shared) {
-    let outcome = Result { try body() }
-    let task = launchedTask(of: Coroutine.current!, as: CoTask<T>.self)
-    return { task.finish(outcome) }
+    launchedTask(of: Coroutine.current!, as: CoTask<T>.self).runBody()
   }
-  let task = CoTask<T>(name: name, coroutine: coroutine, detached: detached)
+  let task = CoTask<T>(name: name, coroutine: coroutine, detached: detached, body: body)
   task.start()
   return task
 }
 
-/// The task of a coroutine whose body has just returned, read on its own stack. The task is
-/// created after the coroutine, so the body cannot capture it; it reaches it through the
+/// The task of a coroutine about to run its body, read on its own stack. The task is created
+/// after the coroutine, so the coroutine's closure cannot capture it; it reaches it through the
 /// coroutine's attachment instead, which the task set before the coroutine started and clears
 /// when it finishes (a box holding the task cost an allocation per launch). The attachment also
 /// keeps the task alive while the coroutine runs: task → coroutine → attachment → task, broken
