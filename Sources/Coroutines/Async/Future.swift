@@ -181,18 +181,27 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   /// this way, so that the closure that publishes its body's outcome captures the task alone.
   /// Only for a future that nothing else settles (a task: its `cancel()` does not settle it).
   @inlinable
-  final func publishStoredOutcome() -> Result<T, any Error>? {
-    let toNotify = futureLock.withLock { _ -> Observers? in
-      guard futureState == .pending else { return nil }
-      futureState = futureError == nil ? .fulfilled : .rejected
-      return futureObservers.takeAll()
-    }
-    guard let toNotify else { return nil }
+  final func publishStoredOutcome() {
+    let toNotify = futureLock.withLock { _ in publishStoredOutcomeLocked() }
+    if let toNotify { notifyPublished(toNotify) }
+  }
+
+  /// The part of ``publishStoredOutcome()`` inside `futureLock`: marks the outcome published
+  /// and returns the observers to notify, or `nil` if the future had already settled.
+  @inlinable
+  final func publishStoredOutcomeLocked() -> Observers? {
+    guard futureState == .pending else { return nil }
+    futureState = futureError == nil ? .fulfilled : .rejected
+    return futureObservers.takeAll()
+  }
+
+  /// Notifies `observers` of the published outcome, outside the lock.
+  @inlinable
+  final func notifyPublished(_ observers: Observers) {
     // Published, so it never changes again: read outside the lock. (A tuple of the outcome
     // and the observers out of the lock was copied through the runtime's tuple witnesses.)
     let outcome = futureOutcome!
-    toNotify.forEach { $0.notify(outcome) }
-    return outcome
+    observers.forEach { $0.notify(outcome) }
   }
 
   /// Called once, after ``settle(_:)`` settled the future and notified its observers: a

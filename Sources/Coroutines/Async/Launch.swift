@@ -113,28 +113,24 @@ func launchCoroutine<T>(
   let shared = sharedStackChosen(stack, on: target)
   // Captures nothing (the task holds the body), so it costs no allocation.
   let coroutine = Coroutine(scheduler: target, name: name, stackSize: size, sharedStack: shared) {
-    launchedTask(of: Coroutine.current!, as: CoTask<T>.self).runBody()
+    unsafeDowncast(currentTaskAttachment(), to: CoTask<T>.self).runBody()
   }
   let task = CoTask<T>(name: name, coroutine: coroutine, detached: detached, body: body)
   task.start()
   return task
 }
 
-/// The task of a coroutine about to run its body, read on its own stack. The task is created
-/// after the coroutine, so the coroutine's closure cannot capture it; it reaches it through the
-/// coroutine's attachment instead, which the task set before the coroutine started and clears
-/// when it finishes (a box holding the task cost an allocation per launch). The attachment also
-/// keeps the task alive while the coroutine runs: task → coroutine → attachment → task, broken
-/// in `finish`.
-@inlinable
-func launchedTask<T>(of coroutine: Coroutine, as type: CoTask<T>.Type) -> CoTask<T> {
-  unsafeDowncast(taskAttachment(of: coroutine), to: type)
-}
-
+/// The task of the coroutine running on this thread, which is about to run its body. The task
+/// is created after the coroutine, so the coroutine's closure cannot capture it; it reaches it
+/// through the coroutine's attachment instead, which the task set before the coroutine started
+/// and clears when it finishes (a box holding the task cost an allocation per launch). The
+/// attachment also keeps the task alive while the coroutine runs: task → coroutine →
+/// attachment → task, broken in `finish`.
 @usableFromInline
-func taskAttachment(of coroutine: Coroutine) -> AnyObject {
-  guard let task = coroutine.attachment else {
-    preconditionFailure("a launched coroutine finished without its task")
+func currentTaskAttachment() -> AnyObject {
+  // Unretained: the coroutine certainly runs while its own code asks.
+  guard let task = Coroutine.currentUnretained?._withUnsafeGuaranteedRef({ $0.attachment }) else {
+    preconditionFailure("a launched coroutine started without its task")
   }
   return task
 }
@@ -142,7 +138,9 @@ func taskAttachment(of coroutine: Coroutine) -> AnyObject {
 /// The scheduler for a coroutine launched without one.
 @usableFromInline
 func defaultScheduler() -> any CoroutineScheduler {
-  if let coroutine = Coroutine.current { return coroutine.home }
+  if let coroutine = Coroutine.currentUnretained {
+    return coroutine._withUnsafeGuaranteedRef { $0.home }
+  }
   if let loop = CoroutineLoop.current { return loop }
   if let testLoop = CoroutineTestLoop.current { return testLoop }
   return CoroutineLoop.main

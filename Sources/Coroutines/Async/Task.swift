@@ -20,7 +20,7 @@ import Synchronization
 /// The task settles once the coroutine has finished and left its stack, and its children have
 /// settled: with the body's value, or with the error it threw.
 public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
-  // @unchecked: the result is CoFuture's and the family state is behind `family`, each a mutex.
+  // @unchecked: the outcome and the family state are behind CoFuture's `futureLock`.
   /// The name given at launch, shown in diagnostics.
   public let name: String?
   @usableFromInline let coroutine: Coroutine
@@ -32,21 +32,23 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   @usableFromInline @exclusivity(unchecked) var body: (() throws -> T)?
 
   // `@usableFromInline` so that launching and finishing run specialised in the caller (see
-  // CoFuture). `@exclusivity(unchecked)`: touched only inside `family`, and no access calls out.
-  @usableFromInline let family = Mutex<Void>(())
+  // CoFuture). `@exclusivity(unchecked)`: touched only inside `futureLock`, and no access calls
+  // out. One lock for the outcome and the family: the end of the body checks for children and
+  // publishes under one acquisition.
   /// The parent, kept alive by its children until they have all finished. Touched without the
   /// lock: only in `init`, `start` (before the coroutine is scheduled), `complete` (once, after
   /// it finished) and `deinit`, which follow each other.
   @usableFromInline @exclusivity(unchecked) var parent: (any TaskNode)?
-  /// The children still running, as an intrusive list through their sibling links: adopting
-  /// and leaving cost two pointer writes, where a dictionary hashed and probed (and, with a
-  /// million children, missed the cache on every probe). Unowned: a child leaves the list when
-  /// it finishes, or in its `deinit` if its coroutine was dropped unfinished, so every task in
-  /// the list is alive (and the links cost no retain or release).
-  @usableFromInline @exclusivity(unchecked) unowned(unsafe) var firstChild: (any TaskNode)?
-  /// This task's links in its parent's list; touched only under the parent's `family` lock.
-  @usableFromInline @exclusivity(unchecked) unowned(unsafe) var nextSibling: (any TaskNode)?
-  @usableFromInline @exclusivity(unchecked) unowned(unsafe) var previousSibling: (any TaskNode)?
+  /// The children still running, in no order: a child is appended when adopted and leaves by
+  /// moving the last one into its place, so adopting and leaving cost O(1) with no hashing
+  /// (a dictionary hashed and probed, and with a million children missed the cache on every
+  /// probe). Unowned: a child leaves when it finishes, or in its `deinit` if its coroutine was
+  /// dropped unfinished, so every task here is alive, and the entries cost no retain or release
+  /// (links through the children themselves did, each read through `TaskNode` returning +1).
+  @usableFromInline @exclusivity(unchecked) var children: [ChildLink] = []
+  /// This task's place in its parent's `children`, -1 when in none; touched only under the
+  /// parent's `futureLock`.
+  @usableFromInline @exclusivity(unchecked) var indexInParent = -1
   @usableFromInline @exclusivity(unchecked) var childrenCancelled = false
   /// Set when the body finished with children still running: the last child to finish
   /// publishes the outcome, which waits in the future's storage meanwhile.
@@ -98,15 +100,10 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
 
   @usableFromInline
   func cancelChildren() {
-    let toCancel = family.withLock { _ -> [any TaskNode] in
+    // Strong references, taken under the lock while every child is still alive.
+    let toCancel = futureLock.withLock { _ -> [any TaskNode] in
       childrenCancelled = true
-      var children: [any TaskNode] = []
-      var child = firstChild
-      while let current = child {
-        children.append(current)
-        child = current.nextSibling
-      }
-      return children
+      return children.map { $0.node }
     }
     toCancel.forEach { $0.cancel() }
   }
@@ -137,24 +134,33 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
     attach(nil, to: coroutine)
     // Still unpublished, so only this task's own code has touched it.
     if futureError != nil { cancelChildren() }
-    let settleNow = family.withLock { _ -> Bool in
-      if firstChild == nil { return true }
+    var waits = false
+    let toNotify = futureLock.withLock { _ -> Observers? in
+      if children.isEmpty { return publishStoredOutcomeLocked() }
       waitsForChildren = true
-      return false
+      waits = true
+      return nil
     }
-    if settleNow {
-      complete()
-    } else {
+    if waits {
       // Still live for its loop until the children are done (see the type's documentation).
       coroutineStillLive(coroutine)
+      return
     }
+    if let toNotify { notifyPublished(toNotify) }
+    leaveParent()
   }
 
   /// Publishes the stored outcome and tells the parent. Specialised when the body's end calls
   /// it; unspecialised (looking up `T`'s metadata) when the last of its children does.
   @inlinable
   func complete() {
-    _ = publishStoredOutcome()
+    publishStoredOutcome()
+    leaveParent()
+  }
+
+  /// Tells the parent, if any, that this task has settled.
+  @inlinable
+  func leaveParent() {
     guard let parent else { return }
     self.parent = nil
     parent.childFinished(self)
@@ -164,7 +170,7 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
 /// The task of the coroutine running on this thread, if any: the parent of a task launched now.
 @usableFromInline
 func currentTaskNode() -> (any TaskNode)? {
-  Coroutine.current?.attachment
+  Coroutine.currentUnretained?._withUnsafeGuaranteedRef { $0.attachment }
 }
 
 /// Records `task` as `coroutine`'s (or clears it): how a coroutine launched on it finds its parent.
@@ -185,6 +191,13 @@ func coroutineStillLive(_ coroutine: Coroutine) {
   accounting(of: coroutine.home)?.coroutineCreated()
 }
 
+/// A child in its parent's list, not retained (see `CoTask.children`).
+@usableFromInline
+struct ChildLink {
+  @usableFromInline unowned(unsafe) let node: any TaskNode
+  @inlinable init(node: any TaskNode) { self.node = node }
+}
+
 /// A task as its parent and children see it, whatever its value type.
 @usableFromInline
 protocol TaskNode: AnyObject, Sendable {
@@ -199,9 +212,8 @@ protocol TaskNode: AnyObject, Sendable {
   func failedToStart(_ error: CoroutineError)
   /// Takes `child` out of the list of children, if it is in it.
   func removeChild(_ child: any TaskNode)
-  /// The task's links in its parent's list of children, touched only under the parent's lock.
-  var nextSibling: (any TaskNode)? { get set }
-  var previousSibling: (any TaskNode)? { get set }
+  /// The task's place in its parent's list of children, touched only under the parent's lock.
+  var indexInParent: Int { get set }
   /// The unhandled-error handler that children inherit.
   var unhandledErrorHandler: HandlerBox? { get }
 }
@@ -209,11 +221,10 @@ protocol TaskNode: AnyObject, Sendable {
 extension CoTask: TaskNode {
   @usableFromInline
   func adopt(_ child: any TaskNode) -> Bool {
-    family.withLock { _ -> Bool in
+    futureLock.withLock { _ -> Bool in
       if childrenCancelled { return false }
-      child.nextSibling = firstChild
-      firstChild?.previousSibling = child
-      firstChild = child
+      child.indexInParent = children.count
+      children.append(ChildLink(node: child))
       return true
     }
   }
@@ -229,27 +240,27 @@ extension CoTask: TaskNode {
 
   @usableFromInline
   func removeChild(_ child: any TaskNode) {
-    family.withLock { _ in unlink(child) }
+    futureLock.withLock { _ in unlink(child) }
   }
 
-  /// Inside `family`.
+  /// Inside `futureLock`.
   @usableFromInline
   func unlink(_ child: any TaskNode) {
-    let next = child.nextSibling
-    let previous = child.previousSibling
+    let index = child.indexInParent
     // A child born cancelled was never adopted, so it is in no list: leave the list alone.
-    guard previous != nil || firstChild === child else { return }
-    if let previous { previous.nextSibling = next } else { firstChild = next }
-    next?.previousSibling = previous
-    child.nextSibling = nil
-    child.previousSibling = nil
+    guard index >= 0 else { return }
+    child.indexInParent = -1
+    let last = children.removeLast()
+    guard index < children.count else { return }
+    children[index] = last
+    last.node.indexInParent = index
   }
 
   @usableFromInline
   func childFinished(_ child: any TaskNode) {
-    let settleNow = family.withLock { _ -> Bool in
+    let settleNow = futureLock.withLock { _ -> Bool in
       unlink(child)
-      guard firstChild == nil, waitsForChildren else { return false }
+      guard children.isEmpty, waitsForChildren else { return false }
       waitsForChildren = false
       return true
     }
