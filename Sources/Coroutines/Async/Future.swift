@@ -22,15 +22,16 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   // The outcome is kept in two words instead (see `storeOutcome`), whose destruction needs at
   // most `T`'s own metadata, which the instance's class already holds.
   @usableFromInline let futureLock = Mutex<Void>(())
+  // The one-byte fields follow the 4-byte lock, in the padding before the first word.
+  @usableFromInline @exclusivity(unchecked) final var futureState = FutureState.pending
+  /// Whether anyone has looked at the outcome (see ``CoUnhandledErrors``).
+  @usableFromInline @exclusivity(unchecked) final var futureObserved = false
   /// The error of a rejected future.
   @usableFromInline @exclusivity(unchecked) final var futureError: (any Error)?
   /// The value of a fulfilled future: its bytes when `T` is trivial and fits in a word
   /// (`Void`, `Int`, `Bool`…), else a retained ``FutureValueBox`` holding it (0 until stored).
   @usableFromInline @exclusivity(unchecked) final var futureWord: UInt = 0
   @usableFromInline @exclusivity(unchecked) final var futureObservers = Observers()
-  @usableFromInline @exclusivity(unchecked) final var futureState = FutureState.pending
-  /// Whether anyone has looked at the outcome (see ``CoUnhandledErrors``).
-  @usableFromInline @exclusivity(unchecked) final var futureObserved = false
 
   @inlinable init() {}
 

@@ -115,7 +115,7 @@ func launchCoroutine<T>(
   let coroutine = Coroutine(scheduler: target, name: name, stackSize: size, sharedStack: shared) {
     unsafeDowncast(currentTaskAttachment(), to: CoTask<T>.self).runBody()
   }
-  let task = CoTask<T>(name: name, coroutine: coroutine, detached: detached, body: body)
+  let task = CoTask<T>(coroutine: coroutine, detached: detached, body: body)
   task.start()
   return task
 }

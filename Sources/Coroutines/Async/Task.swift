@@ -22,7 +22,7 @@ import Synchronization
 public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   // @unchecked: the outcome and the family state are behind CoFuture's `futureLock`.
   /// The name given at launch, shown in diagnostics.
-  public let name: String?
+  public var name: String? { coroutine.name }  // kept once, in the coroutine
   @usableFromInline let coroutine: Coroutine
   /// Where this task reports an error nobody observed; `nil`: ``CoUnhandledErrors/handler``.
   @usableFromInline let unhandledErrorHandler: HandlerBox?
@@ -57,13 +57,12 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   /// A task for `coroutine`, not started yet: the child of the task running on this thread,
   /// unless `detached`.
   @inlinable  // called from the inlinable co_launch
-  init(name: String?, coroutine: Coroutine, detached: Bool, body: @escaping () throws -> T) {
+  init(coroutine: Coroutine, detached: Bool, body: @escaping () throws -> T) {
     let launcher = currentTaskNode()
-    self.name = name
     self.coroutine = coroutine
     self.body = body
-    self.parent = detached ? nil : launcher
     self.unhandledErrorHandler = CoUnhandledErrors.inherited(from: launcher)
+    self.parent = detached ? nil : launcher
     super.init()
     attach(self, to: coroutine)
   }
