@@ -112,10 +112,12 @@ func launchCoroutine<T>(
   let target = scheduler ?? defaultScheduler()
   let shared = sharedStackChosen(stack, on: target)
   // Captures nothing (the task holds the body), so it costs no allocation.
-  let coroutine = Coroutine(scheduler: target, name: name, stackSize: size, sharedStack: shared) {
+  let coroutine = Coroutine(
+    scheduler: consume target, name: name, stackSize: size, sharedStack: shared
+  ) {
     unsafeDowncast(currentTaskAttachment(), to: CoTask<T>.self).runBody()
   }
-  let task = CoTask<T>(coroutine: coroutine, detached: detached, body: body)
+  let task = CoTask<T>(coroutine: consume coroutine, detached: detached, body: body)
   task.start()
   return task
 }

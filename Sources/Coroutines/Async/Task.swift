@@ -28,8 +28,10 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   @usableFromInline let unhandledErrorHandler: HandlerBox?
   /// The body, until the coroutine takes it to run it (or is cancelled before it starts). Kept
   /// here rather than captured by the coroutine's closure, which then captures nothing and
-  /// costs no allocation; only the coroutine touches it, or `start`'s failure path instead.
-  @usableFromInline @exclusivity(unchecked) var body: (() throws -> T)?
+  /// costs no allocation; only the coroutine touches it, or `failedToStart` instead.
+  // `Optional<…>` spelled out, here and for `parent`: a `T?` property starts as nil before
+  // `init` assigns it, and that first assignment released the nil (a call per launch).
+  @usableFromInline @exclusivity(unchecked) var body: Optional<() throws -> T>
 
   // `@usableFromInline` so that launching and finishing run specialised in the caller (see
   // CoFuture). `@exclusivity(unchecked)`: touched only inside `futureLock`, and no access calls
@@ -38,7 +40,7 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   /// The parent, kept alive by its children until they have all finished. Touched without the
   /// lock: only in `init`, `start` (before the coroutine is scheduled), `complete` (once, after
   /// it finished) and `deinit`, which follow each other.
-  @usableFromInline @exclusivity(unchecked) var parent: (any TaskNode)?
+  @usableFromInline @exclusivity(unchecked) var parent: Optional<any TaskNode>
   /// The children still running, in no order: a child is appended when adopted and leaves by
   /// moving the last one into its place, so adopting and leaving cost O(1) with no hashing
   /// (a dictionary hashed and probed, and with a million children missed the cache on every
