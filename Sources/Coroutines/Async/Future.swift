@@ -12,18 +12,77 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   // The members are `final` too: CoFuture has subclasses, so a member that could be overridden
   // was called through the class's table, unspecialised, even from specialised code (each
   // such call looked the metadata up again: about five look-ups per await of a promise).
-  // `@exclusivity(unchecked)`: the three fields are only touched inside `futureLock`, and no access
-  // calls out to code that could reach them again (observers run after the lock is dropped).
+  // `@exclusivity(unchecked)`: the fields are only touched inside `futureLock` (or, for a task's
+  // outcome, by its own coroutine before it is published), and no access calls out to code that
+  // could reach them again (observers run after the lock is dropped).
+  //
+  // No stored property's type depends on `T` beyond a class reference: the deinitialiser runs
+  // unspecialised, and destroying a `Result<T, any Error>?` there looked up its metadata (and
+  // `Optional`'s) in the runtime's tables for every future, about 650 instructions per launch.
+  // The outcome is kept in two words instead (see `storeOutcome`), whose destruction needs at
+  // most `T`'s own metadata, which the instance's class already holds.
   @usableFromInline let futureLock = Mutex<Void>(())
-  @usableFromInline @exclusivity(unchecked) final var futureOutcome: Result<T, any Error>?
-  @usableFromInline @exclusivity(unchecked) final var futureObservers = Observers()
+  // The one-byte fields follow the 4-byte lock, in the padding before the first word.
+  @usableFromInline @exclusivity(unchecked) final var futureState = FutureState.pending
   /// Whether anyone has looked at the outcome (see ``CoUnhandledErrors``).
   @usableFromInline @exclusivity(unchecked) final var futureObserved = false
-  /// Whether the outcome is a failure: lets a task's deinitialiser, which runs unspecialised,
-  /// skip reading the generic outcome (a metadata look-up) when there is no error to report.
-  @usableFromInline @exclusivity(unchecked) final var futureFailed = false
+  /// The error of a rejected future.
+  @usableFromInline @exclusivity(unchecked) final var futureError: (any Error)?
+  /// The value of a fulfilled future: its bytes when `T` is trivial and fits in a word
+  /// (`Void`, `Int`, `Bool`…), else a retained ``FutureValueBox`` holding it (0 until stored).
+  @usableFromInline @exclusivity(unchecked) final var futureWord: UInt = 0
+  @usableFromInline @exclusivity(unchecked) final var futureObservers = Observers()
 
   @inlinable init() {}
+
+  deinit {
+    // Reads only `T`'s value witnesses, from this instance's class: no look-up.
+    if futureWord != 0, !Self.valueFitsInWord {
+      Unmanaged<AnyObject>.fromOpaque(
+        UnsafeRawPointer(bitPattern: futureWord)!
+      ).release()
+    }
+  }
+
+  /// True when a `T` is kept in `futureWord` itself rather than in a box.
+  @inlinable
+  static var valueFitsInWord: Bool {
+    _isPOD(T.self) && MemoryLayout<T>.size <= MemoryLayout<UInt>.size
+      && MemoryLayout<T>.alignment <= MemoryLayout<UInt>.alignment
+  }
+
+  /// Writes `result` into the outcome's storage without publishing it (`futureState` is left
+  /// alone). Only on a pending future, inside `futureLock` or by the future's only writer.
+  @inlinable
+  final func storeOutcome(_ result: Result<T, any Error>) {
+    switch result {
+    case .success(let value):
+      if Self.valueFitsInWord {
+        var word: UInt = 0
+        withUnsafeMutableBytes(of: &word) { $0.storeBytes(of: value, as: T.self) }
+        futureWord = word
+      } else {
+        futureWord = UInt(bitPattern: Unmanaged.passRetained(FutureValueBox(value)).toOpaque())
+      }
+    case .failure(let error):
+      futureError = error
+    }
+  }
+
+  /// The published outcome; `nil` while pending. Inside `futureLock`.
+  @inlinable
+  final var futureOutcome: Result<T, any Error>? {
+    switch futureState {
+    case .pending: return nil
+    case .rejected: return .failure(futureError!)
+    case .fulfilled:
+      if Self.valueFitsInWord {
+        return .success(withUnsafeBytes(of: futureWord) { $0.load(as: T.self) })
+      }
+      let box = Unmanaged<FutureValueBox<T>>.fromOpaque(UnsafeRawPointer(bitPattern: futureWord)!)
+      return .success(box.takeUnretainedValue().value)
+    }
+  }
 
   /// The outcome once settled; `nil` while pending. Reading it counts as observing the future.
   @inlinable
@@ -35,7 +94,7 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   }
 
   /// True once the future has settled. Asking does not count as observing the outcome.
-  public final var isSettled: Bool { peek != nil }
+  public final var isSettled: Bool { futureLock.withLock { _ in futureState != .pending } }
 
   /// Calls `callback` once with the outcome: on the thread that settles the future, right after
   /// it settles, or at once on this thread if it already has. Counts as observing the future.
@@ -58,12 +117,6 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   /// True once someone awaited, observed or read the outcome.
   @inlinable
   final var wasObserved: Bool { futureLock.withLock { _ in futureObserved } }
-
-  /// True once the future has failed and nobody has observed it; reads nothing generic.
-  @usableFromInline
-  final var hasUnobservedFailure: Bool {
-    futureLock.withLock { _ in futureFailed && !futureObserved }
-  }
 
   @inlinable
   final func observe(_ callback: @escaping (Result<T, any Error>) -> Void, marking: Bool) {
@@ -114,14 +167,42 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   @inlinable
   final func settleOutcome(_ result: Result<T, any Error>) -> Bool {
     let toNotify = futureLock.withLock { _ -> Observers? in
-      guard futureOutcome == nil else { return nil }
-      futureOutcome = result
-      if case .failure = result { futureFailed = true }
+      guard futureState == .pending else { return nil }
+      storeOutcome(result)
+      if case .failure = result { futureState = .rejected } else { futureState = .fulfilled }
       return futureObservers.takeAll()
     }
     guard let toNotify else { return false }
     toNotify.forEach { $0.notify(result) }
     return true
+  }
+
+  /// Publishes the outcome already written with ``storeOutcome(_:)`` and notifies the
+  /// observers, if the future is still pending; returns the outcome if it did. A task settles
+  /// this way, so that the closure that publishes its body's outcome captures the task alone.
+  /// Only for a future that nothing else settles (a task: its `cancel()` does not settle it).
+  @inlinable
+  final func publishStoredOutcome() {
+    let toNotify = futureLock.withLock { _ in publishStoredOutcomeLocked() }
+    if let toNotify { notifyPublished(toNotify) }
+  }
+
+  /// The part of ``publishStoredOutcome()`` inside `futureLock`: marks the outcome published
+  /// and returns the observers to notify, or `nil` if the future had already settled.
+  @inlinable
+  final func publishStoredOutcomeLocked() -> Observers? {
+    guard futureState == .pending else { return nil }
+    futureState = futureError == nil ? .fulfilled : .rejected
+    return futureObservers.takeAll()
+  }
+
+  /// Notifies `observers` of the published outcome, outside the lock.
+  @inlinable
+  final func notifyPublished(_ observers: Observers) {
+    // Published, so it never changes again: read outside the lock. (A tuple of the outcome
+    // and the observers out of the lock was copied through the runtime's tuple witnesses.)
+    let outcome = futureOutcome!
+    observers.forEach { $0.notify(outcome) }
   }
 
   /// Called once, after ``settle(_:)`` settled the future and notified its observers: a
@@ -171,6 +252,20 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
       rest.forEach(body)
     }
   }
+}
+
+/// Where a future keeps a value that does not fit in a word. A class, so that the future's
+/// storage is one reference whatever `T` is, and releasing it needs only `T`'s metadata.
+@usableFromInline
+final class FutureValueBox<T> {
+  @usableFromInline let value: T
+  @inlinable init(_ value: T) { self.value = value }
+}
+
+/// Where a future is in its life; one byte.
+@usableFromInline
+enum FutureState: UInt8 {
+  case pending, fulfilled, rejected
 }
 
 /// A future that its owner settles by hand.

@@ -111,31 +111,28 @@ func launchCoroutine<T>(
   let size = roundedToPages(stackSize ?? CoroutineStack.defaultSize)
   let target = scheduler ?? defaultScheduler()
   let shared = sharedStackChosen(stack, on: target)
-  let coroutine = Coroutine(scheduler: target, name: name, stackSize: size, sharedStack: shared) {
-    let outcome = Result { try body() }
-    let task = launchedTask(of: Coroutine.current!, as: CoTask<T>.self)
-    return { task.finish(outcome) }
+  // Captures nothing (the task holds the body), so it costs no allocation.
+  let coroutine = Coroutine(
+    scheduler: consume target, name: name, stackSize: size, sharedStack: shared
+  ) {
+    unsafeDowncast(currentTaskAttachment(), to: CoTask<T>.self).runBody()
   }
-  let task = CoTask<T>(name: name, coroutine: coroutine, detached: detached)
+  let task = CoTask<T>(coroutine: consume coroutine, detached: detached, body: body)
   task.start()
   return task
 }
 
-/// The task of a coroutine whose body has just returned, read on its own stack. The task is
-/// created after the coroutine, so the body cannot capture it; it reaches it through the
-/// coroutine's attachment instead, which the task set before the coroutine started and clears
-/// when it finishes (a box holding the task cost an allocation per launch). The attachment also
-/// keeps the task alive while the coroutine runs: task → coroutine → attachment → task, broken
-/// in `finish`.
-@inlinable
-func launchedTask<T>(of coroutine: Coroutine, as type: CoTask<T>.Type) -> CoTask<T> {
-  unsafeDowncast(taskAttachment(of: coroutine), to: type)
-}
-
+/// The task of the coroutine running on this thread, which is about to run its body. The task
+/// is created after the coroutine, so the coroutine's closure cannot capture it; it reaches it
+/// through the coroutine's attachment instead, which the task set before the coroutine started
+/// and clears when it finishes (a box holding the task cost an allocation per launch). The
+/// attachment also keeps the task alive while the coroutine runs: task → coroutine →
+/// attachment → task, broken in `finish`.
 @usableFromInline
-func taskAttachment(of coroutine: Coroutine) -> AnyObject {
-  guard let task = coroutine.attachment else {
-    preconditionFailure("a launched coroutine finished without its task")
+func currentTaskAttachment() -> AnyObject {
+  // Unretained: the coroutine certainly runs while its own code asks.
+  guard let task = Coroutine.currentUnretained?._withUnsafeGuaranteedRef({ $0.attachment }) else {
+    preconditionFailure("a launched coroutine started without its task")
   }
   return task
 }
@@ -143,7 +140,9 @@ func taskAttachment(of coroutine: Coroutine) -> AnyObject {
 /// The scheduler for a coroutine launched without one.
 @usableFromInline
 func defaultScheduler() -> any CoroutineScheduler {
-  if let coroutine = Coroutine.current { return coroutine.home }
+  if let coroutine = Coroutine.currentUnretained {
+    return coroutine._withUnsafeGuaranteedRef { $0.home }
+  }
   if let loop = CoroutineLoop.current { return loop }
   if let testLoop = CoroutineTestLoop.current { return testLoop }
   return CoroutineLoop.main

@@ -20,47 +20,61 @@ import Synchronization
 /// The task settles once the coroutine has finished and left its stack, and its children have
 /// settled: with the body's value, or with the error it threw.
 public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
-  // @unchecked: the result is CoFuture's and the family state is behind `family`, each a mutex.
+  // @unchecked: the outcome and the family state are behind CoFuture's `futureLock`.
   /// The name given at launch, shown in diagnostics.
-  public let name: String?
+  public var name: String? { coroutine.name }  // kept once, in the coroutine
   @usableFromInline let coroutine: Coroutine
   /// Where this task reports an error nobody observed; `nil`: ``CoUnhandledErrors/handler``.
   @usableFromInline let unhandledErrorHandler: HandlerBox?
+  /// The body, until the coroutine takes it to run it (or is cancelled before it starts). Kept
+  /// here rather than captured by the coroutine's closure, which then captures nothing and
+  /// costs no allocation; only the coroutine touches it, or `failedToStart` instead.
+  // `Optional<…>` spelled out, here and for `parent`: a `T?` property starts as nil before
+  // `init` assigns it, and that first assignment released the nil (a call per launch).
+  @usableFromInline @exclusivity(unchecked) var body: Optional<() throws -> T>
 
   // `@usableFromInline` so that launching and finishing run specialised in the caller (see
-  // CoFuture). `@exclusivity(unchecked)`: touched only inside `family`, and no access calls out.
-  @usableFromInline let family = Mutex<Void>(())
-  @usableFromInline @exclusivity(unchecked) var parent: (any TaskNode)?
-  /// The children still running, as an intrusive list through their sibling links: adopting
-  /// and leaving cost two pointer writes, where a dictionary hashed and probed (and, with a
-  /// million children, missed the cache on every probe).
-  @usableFromInline @exclusivity(unchecked) var firstChild: (any TaskNode)?
-  /// This task's links in its parent's list; touched only under the parent's `family` lock.
-  @usableFromInline @exclusivity(unchecked) var nextSibling: (any TaskNode)?
-  @usableFromInline @exclusivity(unchecked) unowned(unsafe) var previousSibling: (any TaskNode)?
+  // CoFuture). `@exclusivity(unchecked)`: touched only inside `futureLock`, and no access calls
+  // out. One lock for the outcome and the family: the end of the body checks for children and
+  // publishes under one acquisition.
+  /// The parent, kept alive by its children until they have all finished. Touched without the
+  /// lock: only in `init`, `start` (before the coroutine is scheduled), `complete` (once, after
+  /// it finished) and `deinit`, which follow each other.
+  @usableFromInline @exclusivity(unchecked) var parent: Optional<any TaskNode>
+  /// The children still running, in no order: a child is appended when adopted and leaves by
+  /// moving the last one into its place, so adopting and leaving cost O(1) with no hashing
+  /// (a dictionary hashed and probed, and with a million children missed the cache on every
+  /// probe). Unowned: a child leaves when it finishes, or in its `deinit` if its coroutine was
+  /// dropped unfinished, so every task here is alive, and the entries cost no retain or release
+  /// (links through the children themselves did, each read through `TaskNode` returning +1).
+  @usableFromInline @exclusivity(unchecked) var children: [ChildLink] = []
+  /// This task's place in its parent's `children`, -1 when in none; touched only under the
+  /// parent's `futureLock`.
+  @usableFromInline @exclusivity(unchecked) var indexInParent = -1
   @usableFromInline @exclusivity(unchecked) var childrenCancelled = false
-  /// Settles the task once its last child has; set when the body finished with children still
-  /// running. A closure rather than the outcome itself, so that `childFinished` (called
-  /// unspecialised, through `TaskNode`) and the deinitialiser touch nothing generic. Its
-  /// reference to the task is dropped when the last child finishes (the children keep the
-  /// task alive until then anyway, through their `parent`).
-  @usableFromInline @exclusivity(unchecked) var settleAfterChildren: (() -> Void)?
+  /// Set when the body finished with children still running: the last child to finish
+  /// publishes the outcome, which waits in the future's storage meanwhile.
+  @usableFromInline @exclusivity(unchecked) var waitsForChildren = false
 
   /// A task for `coroutine`, not started yet: the child of the task running on this thread,
   /// unless `detached`.
   @inlinable  // called from the inlinable co_launch
-  init(name: String?, coroutine: Coroutine, detached: Bool) {
+  init(coroutine: Coroutine, detached: Bool, body: @escaping () throws -> T) {
     let launcher = currentTaskNode()
-    self.name = name
     self.coroutine = coroutine
-    self.parent = detached ? nil : launcher
+    self.body = body
     self.unhandledErrorHandler = CoUnhandledErrors.inherited(from: launcher)
+    self.parent = detached ? nil : launcher
     super.init()
     attach(self, to: coroutine)
   }
 
   deinit {
-    if hasUnobservedFailure { reportUnobservedFailure() }
+    // A task still linked to its parent was dropped unfinished (its loop went away with the
+    // coroutine still scheduled): it must leave the parent's list, which does not retain it.
+    if let parent { parent.removeChild(self) }
+    // No lock: nothing else can reach the task any more.
+    if futureState == .rejected, !futureObserved { reportUnobservedFailure() }
   }
 
   /// Reports the failure nobody observed. Out of line because the deinitialiser runs
@@ -87,15 +101,10 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
 
   @usableFromInline
   func cancelChildren() {
-    let toCancel = family.withLock { _ -> [any TaskNode] in
+    // Strong references, taken under the lock while every child is still alive.
+    let toCancel = futureLock.withLock { _ -> [any TaskNode] in
       childrenCancelled = true
-      var children: [any TaskNode] = []
-      var child = firstChild
-      while let current = child {
-        children.append(current)
-        child = current.nextSibling
-      }
-      return children
+      return children.map { $0.node }
     }
     toCancel.forEach { $0.cancel() }
   }
@@ -103,50 +112,71 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   /// Joins the parent (born cancelled if the parent already is) and schedules the coroutine.
   @inlinable
   func start() {
-    let parent = family.withLock { _ in self.parent }
     if let parent, !parent.adopt(self) { cancelBeforeStart(coroutine) }
-    coroutine.launch { error in self.finish(.failure(error)) }
+    coroutine.launchAttached()
   }
 
-  /// Publishes the body's outcome (called once the coroutine is off its stack, or instead of
-  /// running it): at once if no child is running, else when the last child settles.
+  /// Runs the body on the coroutine's stack and keeps its outcome unpublished; returns what
+  /// publishes it once the coroutine is off its stack. The closure captures the task alone,
+  /// so it needs no allocation.
   @inlinable
-  func finish(_ outcome: Result<T, any Error>) {
+  func runBody() -> () -> Void {
+    guard let body else { preconditionFailure("a task's body ran twice") }
+    self.body = nil
+    storeOutcome(Result { try body() })
+    return { self.finish() }
+  }
+
+  /// Publishes the body's outcome, stored by `runBody` (called once the coroutine is off its
+  /// stack, or instead of running it): at once if no child is running, else when the last
+  /// child settles.
+  @inlinable
+  func finish() {
     attach(nil, to: coroutine)
-    if case .failure = outcome { cancelChildren() }
-    let settleNow = family.withLock { _ -> Bool in
-      if firstChild == nil { return true }
-      settleAfterChildren = { self.complete(outcome) }
-      return false
+    // Still unpublished, so only this task's own code has touched it.
+    if futureError != nil { cancelChildren() }
+    var waits = false
+    let toNotify = futureLock.withLock { _ -> Observers? in
+      if children.isEmpty { return publishStoredOutcomeLocked() }
+      waitsForChildren = true
+      waits = true
+      return nil
     }
-    if settleNow {
-      complete(outcome)
-    } else {
+    if waits {
       // Still live for its loop until the children are done (see the type's documentation).
       coroutineStillLive(coroutine)
+      return
     }
+    if let toNotify { notifyPublished(toNotify) }
+    leaveParent()
   }
 
+  /// Publishes the stored outcome and tells the parent. Specialised when the body's end calls
+  /// it; unspecialised (looking up `T`'s metadata) when the last of its children does.
   @inlinable
-  func complete(_ outcome: Result<T, any Error>) {
-    settle(outcome)
-    let parent = family.withLock { _ -> (any TaskNode)? in
-      defer { self.parent = nil }
-      return self.parent
-    }
-    parent?.childFinished(self)
+  func complete() {
+    publishStoredOutcome()
+    leaveParent()
+  }
+
+  /// Tells the parent, if any, that this task has settled.
+  @inlinable
+  func leaveParent() {
+    guard let parent else { return }
+    self.parent = nil
+    parent.childFinished(self)
   }
 }
 
 /// The task of the coroutine running on this thread, if any: the parent of a task launched now.
 @usableFromInline
 func currentTaskNode() -> (any TaskNode)? {
-  Coroutine.current?.attachment as? any TaskNode
+  Coroutine.currentUnretained?._withUnsafeGuaranteedRef { $0.attachment }
 }
 
 /// Records `task` as `coroutine`'s (or clears it): how a coroutine launched on it finds its parent.
 @usableFromInline
-func attach(_ task: AnyObject?, to coroutine: Coroutine) {
+func attach(_ task: (any TaskNode)?, to coroutine: Coroutine) {
   coroutine.attachment = task
 }
 
@@ -162,6 +192,13 @@ func coroutineStillLive(_ coroutine: Coroutine) {
   accounting(of: coroutine.home)?.coroutineCreated()
 }
 
+/// A child in its parent's list, not retained (see `CoTask.children`).
+@usableFromInline
+struct ChildLink {
+  @usableFromInline unowned(unsafe) let node: any TaskNode
+  @inlinable init(node: any TaskNode) { self.node = node }
+}
+
 /// A task as its parent and children see it, whatever its value type.
 @usableFromInline
 protocol TaskNode: AnyObject, Sendable {
@@ -172,9 +209,12 @@ protocol TaskNode: AnyObject, Sendable {
   func adopt(_ child: any TaskNode) -> Bool
   /// Tells the task that a child has settled.
   func childFinished(_ child: any TaskNode)
-  /// The task's links in its parent's list of children, touched only under the parent's lock.
-  var nextSibling: (any TaskNode)? { get set }
-  var previousSibling: (any TaskNode)? { get set }
+  /// Publishes why the task's coroutine could not start (see `Coroutine.launchAttached()`).
+  func failedToStart(_ error: CoroutineError)
+  /// Takes `child` out of the list of children, if it is in it.
+  func removeChild(_ child: any TaskNode)
+  /// The task's place in its parent's list of children, touched only under the parent's lock.
+  var indexInParent: Int { get set }
   /// The unhandled-error handler that children inherit.
   var unhandledErrorHandler: HandlerBox? { get }
 }
@@ -182,33 +222,51 @@ protocol TaskNode: AnyObject, Sendable {
 extension CoTask: TaskNode {
   @usableFromInline
   func adopt(_ child: any TaskNode) -> Bool {
-    family.withLock { _ -> Bool in
+    futureLock.withLock { _ -> Bool in
       if childrenCancelled { return false }
-      child.nextSibling = firstChild
-      firstChild?.previousSibling = child
-      firstChild = child
+      child.indexInParent = children.count
+      children.append(ChildLink(node: child))
       return true
     }
   }
 
+  /// The coroutine could not start (cancelled before, or no stack): it never runs, so the body
+  /// and the outcome are this call's to touch. Unspecialised, like every `TaskNode` call.
+  @usableFromInline
+  func failedToStart(_ error: CoroutineError) {
+    body = nil
+    storeOutcome(.failure(error))
+    finish()
+  }
+
+  @usableFromInline
+  func removeChild(_ child: any TaskNode) {
+    futureLock.withLock { _ in unlink(child) }
+  }
+
+  /// Inside `futureLock`.
+  @usableFromInline
+  func unlink(_ child: any TaskNode) {
+    let index = child.indexInParent
+    // A child born cancelled was never adopted, so it is in no list: leave the list alone.
+    guard index >= 0 else { return }
+    child.indexInParent = -1
+    let last = children.removeLast()
+    guard index < children.count else { return }
+    children[index] = last
+    last.node.indexInParent = index
+  }
+
   @usableFromInline
   func childFinished(_ child: any TaskNode) {
-    let settle = family.withLock { _ -> (() -> Void)? in
-      let next = child.nextSibling
-      let previous = child.previousSibling
-      // A child born cancelled was never adopted, so it is in no list: leave the list alone.
-      if previous != nil || firstChild === child {
-        if let previous { previous.nextSibling = next } else { firstChild = next }
-        next?.previousSibling = previous
-        child.nextSibling = nil
-        child.previousSibling = nil
-      }
-      guard firstChild == nil, let settle = settleAfterChildren else { return nil }
-      settleAfterChildren = nil
-      return settle
+    let settleNow = futureLock.withLock { _ -> Bool in
+      unlink(child)
+      guard children.isEmpty, waitsForChildren else { return false }
+      waitsForChildren = false
+      return true
     }
-    guard let settle else { return }
-    settle()
+    guard settleNow else { return }
+    complete()
     accounting(of: coroutine.home)?.coroutineFinished()
   }
 }

@@ -40,8 +40,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   /// The async layer's record of this coroutine (its task, which knows its parent and
   /// children): set before the coroutine starts, cleared once it has finished, read only by
-  /// code running on the coroutine. The runtime itself never looks at it.
-  var attachment: AnyObject?
+  /// code running on the coroutine. The runtime itself never looks at it. Typed, not `AnyObject`:
+  /// casting to `any TaskNode` at each launch searched the conformance tables.
+  var attachment: (any TaskNode)?
 
   private var fiber: OpaquePointer?
   /// Links and counters of the live-coroutine registry (dumps, the stall watchdog).
@@ -143,6 +144,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   func launch(failing fail: @escaping @Sendable (CoroutineError) -> Void) {
     let job: @Sendable () -> Void = { self.start(failing: fail) }
     scheduler.schedule(job)
+  }
+
+  /// Like `launch(failing:)`, telling the attachment (the task) instead if the coroutine cannot
+  /// start: the job then captures the coroutine alone, which costs no allocation.
+  @usableFromInline
+  func launchAttached() {
+    scheduler.schedule { self.start { error in self.attachment?.failedToStart(error) } }
   }
 
   private func start(failing fail: (CoroutineError) -> Void) {

@@ -27,7 +27,15 @@ func accounting(of scheduler: any CoroutineScheduler) -> (any CoroutineAccountin
 /// and readers look at it only while holding the table's lock.
 enum CoroutineRegistry {
   private static let live = Atomic<Int>(0)
-  private static let shards = (0..<16).map { _ in Shard() }
+  /// The tables, in one allocation that is never freed: reaching one costs no retain (an array
+  /// of objects retained and released the shard on every link and unlink).
+  // nonisolated(unsafe): each table is behind its own mutex, and the pointer never changes.
+  nonisolated(unsafe) private static let shards: UnsafeMutablePointer<Mutex<Slots>> = {
+    let shards = UnsafeMutablePointer<Mutex<Slots>>.allocate(capacity: shardCount)
+    for index in 0..<shardCount { (shards + index).initialize(to: Mutex(Slots())) }
+    return shards
+  }()
+  private static let shardCount = 16
 
   static var liveCount: Int { live.load(ordering: .relaxed) }
 
@@ -101,14 +109,14 @@ enum CoroutineRegistry {
 
   private static func link(_ coroutine: Coroutine) {
     let me = address(coroutine)
-    let slot = shards[shard(of: me)].slots.withLock { $0.insert(me) }
+    let slot = shards[shard(of: me)].withLock { $0.insert(me) }
     coroutine.registryEntry.slot.store(slot, ordering: .relaxed)
   }
 
   private static func unlink(_ coroutine: Coroutine) {
     let slot = coroutine.registryEntry.slot.exchange(-1, ordering: .relaxed)
     guard slot >= 0 else { return }
-    shards[shard(of: address(coroutine))].slots.withLock { $0.remove(at: slot) }
+    shards[shard(of: address(coroutine))].withLock { $0.remove(at: slot) }
   }
 
   /// A snapshot of every live coroutine. Each list is read under its lock; the stack depth is
@@ -116,9 +124,9 @@ enum CoroutineRegistry {
   static func snapshots() -> [CoroutineSnapshot] {
     var result: [CoroutineSnapshot] = []
     var fibers: [UInt] = []
-    for shard in shards {
-      shard.slots.withLock { slots in
-        for address in slots.addresses where address != 0 {
+    for index in 0..<shardCount {
+      shards[index].withLock { slots in
+        for address in slots.addresses where Slots.isCoroutine(address) {
           withCoroutine(at: address) { coroutine in
             result.append(CoroutineSnapshot(coroutine, identity: address))
             fibers.append(coroutine.registryEntry.fiber.load(ordering: .relaxed))
@@ -136,27 +144,31 @@ enum CoroutineRegistry {
 
 /// One part of the registry: a table of (scrambled) coroutine addresses, behind a lock. A
 /// coroutine takes a free slot and gives it back, so listing touches no other coroutine.
-private final class Shard: Sendable {
-  let slots = Mutex(Slots())
-}
-
-/// Addresses in slots, 0 for a free one, and the free slots to reuse first.
+///
+/// A free slot holds the index of the next free one, shifted and tagged with a low 1 bit (an
+/// address is 16-byte aligned, and the scramble leaves its low bits clear): one array, so a
+/// link or an unlink checks one buffer's uniqueness rather than two.
 private struct Slots {
   var addresses: [UInt] = []
-  var free: [Int] = []
+  /// The first free slot, -1 for none.
+  var firstFree = -1
+
+  static func isCoroutine(_ entry: UInt) -> Bool { entry & 1 == 0 }
 
   mutating func insert(_ address: UInt) -> Int {
-    if let slot = free.popLast() {
-      addresses[slot] = address
-      return slot
+    guard firstFree >= 0 else {
+      addresses.append(address)
+      return addresses.count - 1
     }
-    addresses.append(address)
-    return addresses.count - 1
+    let slot = firstFree
+    firstFree = Int(bitPattern: addresses[slot] >> 1) - 1
+    addresses[slot] = address
+    return slot
   }
 
   mutating func remove(at slot: Int) {
-    addresses[slot] = 0
-    free.append(slot)
+    addresses[slot] = UInt(bitPattern: firstFree + 1) << 1 | 1
+    firstFree = slot
   }
 }
 
