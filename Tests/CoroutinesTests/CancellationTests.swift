@@ -114,6 +114,27 @@ import Testing
     #expect(throws: CoroutineError.cancelledBeforeStart) { try outcome.get() }
   }
 
+  /// The loop's start job names the coroutine unretained, and only the task keeps it alive; a
+  /// task dropped and cancelled before its start must still be told, and then be freed.
+  @Test func aDroppedTaskCancelledBeforeItStartsIsToldAndFreed() throws {
+    weak var dropped: CoTask<Void>?
+    let ran = Atomic<Bool>(false)
+    let rejections = Atomic<Int>(0)
+    try CoroutineLoop.run {
+      let task = co_launch { ran.store(true, ordering: .relaxed) }
+      task.whenComplete { result in
+        if case .failure(CoroutineError.cancelledBeforeStart) = result {
+          rejections.add(1, ordering: .relaxed)
+        }
+      }
+      dropped = task
+      task.cancel()
+    }
+    #expect(ran.load(ordering: .relaxed) == false)
+    #expect(rejections.load(ordering: .relaxed) == 1)
+    #expect(dropped == nil)
+  }
+
   @Test func cancellingAFinishedTaskChangesNothing() throws {
     let value = try CoroutineLoop.run { () -> Int in
       let task = co_launch { 5 }

@@ -147,10 +147,28 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// Like `launch(failing:)`, telling the attachment (the task) instead if the coroutine cannot
-  /// start: the job then captures the coroutine alone, which costs no allocation.
+  /// start. On a loop the job names the coroutine unretained, so nothing is allocated: until the
+  /// coroutine finishes, its task keeps it alive (task → coroutine → attachment → task).
   @usableFromInline
   func launchAttached() {
-    scheduler.schedule { self.start { error in self.attachment?.failedToStart(error) } }
+    if let loop {
+      loop._withUnsafeGuaranteedRef { $0.enqueueStart(self) }
+    } else {
+      scheduler.schedule { self.startAttached() }
+    }
+  }
+
+  /// Starts a coroutine launched by `launchAttached()`.
+  func startAttached() {
+    // Told that the coroutine cannot start, its task lets go of it, and nothing else may hold
+    // it (a loop's job names it unretained): keep it until the start has returned. The release
+    // is the last use of `self`.
+    var keep: Unmanaged<Coroutine>?
+    start { error in
+      keep = Unmanaged.passRetained(self)
+      self.attachment?.failedToStart(error)
+    }
+    keep?.release()
   }
 
   private func start(failing fail: (CoroutineError) -> Void) {

@@ -85,6 +85,11 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     enqueue(.resume(Unmanaged.passUnretained(coroutine)))
   }
 
+  /// Queues the start of `coroutine`, which its task keeps alive (see `launchAttached()`).
+  func enqueueStart(_ coroutine: Coroutine) {
+    enqueue(.start(Unmanaged.passUnretained(coroutine)))
+  }
+
   private func enqueue(_ job: LoopJob) {
     if isCurrent {
       localJobs.append(job)

@@ -1,15 +1,18 @@
 import CUContext
 
-/// A unit of work on a loop: a closure, or a coroutine to resume (no closure allocated, and no
-/// retain: a started coroutine keeps itself alive until it finishes).
+/// A unit of work on a loop: a closure, or a coroutine to resume or to start (no closure
+/// allocated, and no retain: a started coroutine keeps itself alive until it finishes, and one
+/// launched with a task is kept alive by the task it is attached to until then).
 enum LoopJob {
   case closure(@Sendable () -> Void)
   case resume(Unmanaged<Coroutine>)
+  case start(Unmanaged<Coroutine>)
 
   func run() {
     switch self {
     case .closure(let job): job()
     case .resume(let coroutine): coroutine._withUnsafeGuaranteedRef { $0.resume() }
+    case .start(let coroutine): coroutine._withUnsafeGuaranteedRef { $0.startAttached() }
     }
   }
 }
