@@ -4,7 +4,7 @@
 // swift_task_exitThreadLocalContext, so that accesses begun on a coroutine's stack travel with
 // it (see context.c). Both calls leave everything as it is when neither the fiber's saved set nor
 // the thread's set has an access in flight, which is nearly every switch; yet each pays a call
-// into libswiftCore and a __tls_get_addr lookup, about a third of a bare resume + suspend.
+// into libswiftCore and a __tls_get_addr lookup, about a quarter of a bare resume + suspend.
 //
 // The runtime exports no way to read the thread's set, so this file finds it once: it begins two
 // nested tracked accesses through the exported swift_beginAccess and looks for the one word in
