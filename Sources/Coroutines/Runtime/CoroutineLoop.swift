@@ -197,7 +197,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     }
     while true {
       takeRemoteWork()
-      let moreDue = fireDueTimers()
+      // Checked here, not inside: entering the function for nothing cost a frame's worth of
+      // saves and restores on every turn (26 of the 391 instructions of a `co_delay(0)`).
+      let moreDue = timers.isEmpty ? false : fireDueTimers()
       runQueuedJobs()
       if moreDue || !localJobs.isEmpty { continue }
       if !waitForWork() { break }
@@ -227,7 +229,6 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// cannot starve them; but with more than a batch due, the later ones wait a turn or more,
   /// behind jobs queued meanwhile.
   private func fireDueTimers() -> Bool {
-    guard !timers.isEmpty else { return false }
     let now = monotonicNanoseconds()
     var fired = 0
     while let deadline = timers.firstDeadline {
