@@ -1,3 +1,4 @@
+import CBaselines
 import Coroutines
 import Foundation
 
@@ -14,14 +15,19 @@ enum Child {
     guard arguments.count == 3, arguments[1] == flag else { return false }
     let numbers: [Double]
     switch arguments[2] {
-    case "shim": numbers = [CoroutineFigures.shimRoundTrip(Counts.shim(CoroutineBackend.current))]
+    case "shim":
+      numbers = [CoroutineFigures.shimRoundTrip(Counts.shim(CoroutineBackend.current)), bareHere()]
     case "loop":
-      numbers = [try CoroutineFigures.loopRoundTrip(Counts.loop(CoroutineBackend.current))]
+      numbers = [
+        try CoroutineFigures.loopRoundTrip(Counts.loop(CoroutineBackend.current)), bareHere(),
+      ]
     case "spawn": numbers = [try CoroutineFigures.spawnAndComplete(Counts.spawn)]
     case "promise":
       numbers = [try CoroutineFigures.promiseAcrossThreads(Counts.crossThread, mailbox: Mailbox())]
     case "delay0":
-      numbers = [try CoroutineFigures.delayZeroRoundTrip(Counts.loop(CoroutineBackend.current))]
+      numbers = [
+        try CoroutineFigures.delayZeroRoundTrip(Counts.loop(CoroutineBackend.current)), bareHere(),
+      ]
     case let name where name.hasPrefix("seed-coroutines-"):
       let cell = try SeedTable.coroutines(Int(name.dropFirst("seed-coroutines-".count))!)
       numbers = [cell.wallNanoseconds, Double(cell.threads), cell.peakBytes]
@@ -29,7 +35,7 @@ enum Child {
       let cell = SeedTable.threads(Int(name.dropFirst("seed-threads-".count))!)
       numbers = [cell.wallNanoseconds, Double(cell.threads), cell.peakBytes]
     case "generator":
-      numbers = [CoroutineFigures.generatorNext(Counts.loop(CoroutineBackend.current))]
+      numbers = [CoroutineFigures.generatorNext(Counts.loop(CoroutineBackend.current)), bareHere()]
     case "channel-loop":
       numbers = [try CoroutineFigures.channelPingPong(Counts.channel, acrossThreads: false)]
     case "channel-threads":
@@ -51,6 +57,20 @@ enum Child {
     }
     print(numbers.map { String($0) }.joined(separator: " "))
     return true
+  }
+
+  /// The bare C switch this process's backend is judged against (register switch for fast,
+  /// `swapcontext` for ucontext), measured here, right after the round trip: the host's speed
+  /// drifted by up to 2× over one run of the benchmark, so a round trip and a baseline measured
+  /// a minute apart in different processes compared the host's moods as much as the code.
+  /// A tenth of the parent's round trips and three repetitions, still at every stack placement;
+  /// 0 when the backend has no bare counterpart here.
+  static func bareHere() -> Double {
+    let value =
+      CoroutineBackend.current == .fast
+      ? baseline_register_switch_round_trip_ns(Counts.bareRegisterSwitch / 10, 3)
+      : baseline_swapcontext_round_trip_ns(Counts.bareSwapcontext / 10, 3)
+    return max(value, 0)
   }
 
   /// Runs `figure` in a child process on `backend` and returns the numbers it printed.

@@ -13,13 +13,28 @@ func progress(_ what: String) {
 }
 
 let backends = CoroutineBackend.allCases.filter(\.isAvailable)
+/// Child processes per timed figure. Each process places stacks, contexts and the loop's own
+/// stack anew (ASLR), and a switch's speed depends on that placement (see Performance.md): the
+/// same binary's `co_delay(0)` moved by a third from one process to the next. The bare
+/// baselines keep the best of eight placements, so our figures keep the best of several
+/// processes too.
+let processesPerFigure = 3
 func perBackend(_ figure: String) throws -> [CoroutineBackend: [Double]] {
   var results: [CoroutineBackend: [Double]] = [:]
   for backend in backends {
     progress("\(figure) on \(backend)")
-    results[backend] = try Child.measure(figure, on: backend)
+    results[backend] = try bestOfProcesses(figure, on: backend)
   }
   return results
+}
+/// The run with the smallest first number (a time) among `processesPerFigure` child processes.
+func bestOfProcesses(_ figure: String, on backend: CoroutineBackend) throws -> [Double] {
+  var best: [Double] = []
+  for _ in 0..<processesPerFigure {
+    let numbers = try Child.measure(figure, on: backend)
+    if best.isEmpty || (numbers.first ?? .infinity) < (best.first ?? .infinity) { best = numbers }
+  }
+  return best
 }
 
 progress("C baselines")
@@ -43,8 +58,8 @@ let generator = try perBackend("generator")
 let channelLoop = try perBackend("channel-loop")
 let channelThreads = try perBackend("channel-threads")
 progress("shared-stack round trips on \(CoroutineBackend.current)")
-let sharedLoop = try Child.measure("loop-shared", on: CoroutineBackend.current)
-let sharedAlternation = try Child.measure("alternate-shared", on: CoroutineBackend.current)
+let sharedLoop = try bestOfProcesses("loop-shared", on: CoroutineBackend.current)
+let sharedAlternation = try bestOfProcesses("alternate-shared", on: CoroutineBackend.current)
 var dedicatedMemory: [(Int, [Double])] = []
 for count in [10_000, 100_000] {
   progress("memory, \(count) parked on dedicated stacks")
@@ -72,25 +87,32 @@ for size in SeedTable.sizes {
 
 var rows: [Row] = []
 for backend in backends {
-  let bare = backend == .fast ? bareRegisterSwitch : bareSwapcontext
+  // Each round trip is judged against the bare switch measured in its own child process, right
+  // after it (see `Child.bareHere()`).
+  func bare(_ numbers: [Double]?) -> Double? {
+    guard let numbers, numbers.count > 1, numbers[1] > 0 else { return nil }
+    return numbers[1]
+  }
   let bareName = backend == .fast ? "bare C register switch" : "bare C swapcontext"
   rows.append(
     Row(
       figure: "resume+suspend round trip, public API (\(backend))", ours: loop[backend]?[0],
-      baseline: bareName, baselineValue: bare, target: backend == .fast ? 3 : 1.15))
+      baseline: bareName, baselineValue: bare(loop[backend]),
+      target: backend == .fast ? 3 : 1.15))
   rows.append(
     Row(
       figure: "resume+suspend round trip, co_delay(0) (\(backend))", ours: delayZero[backend]?[0],
-      baseline: bareName, baselineValue: bare, target: backend == .fast ? 3 : 1.15))
+      baseline: bareName, baselineValue: bare(delayZero[backend]),
+      target: backend == .fast ? 3 : 1.15))
   rows.append(
     Row(
       figure: "resume+suspend round trip, generator next() (\(backend))",
-      ours: generator[backend]?[0], baseline: bareName, baselineValue: bare,
+      ours: generator[backend]?[0], baseline: bareName, baselineValue: bare(generator[backend]),
       target: backend == .fast ? 3 : 1.15))
   rows.append(
     Row(
       figure: "resume+suspend round trip, shim only (\(backend))", ours: shim[backend]?[0],
-      baseline: bareName, baselineValue: bare))
+      baseline: bareName, baselineValue: bare(shim[backend])))
   rows.append(
     Row(
       figure: "resume+suspend round trip, public API (\(backend))", ours: loop[backend]?[0],
@@ -154,8 +176,8 @@ for (mode, budget, measurements) in [
 
 print("")
 print(
-  "swift-coroutines benchmarks — default backend \(CoroutineBackend.current), best of 5 runs (spawn: one run)"
-)
+  "swift-coroutines benchmarks — default backend \(CoroutineBackend.current), best of 5 runs "
+    + "in each of \(processesPerFigure) processes (spawn: one run per process)")
 print("")
 printTable(rows)
 print("")
@@ -171,9 +193,10 @@ print("Plot written to \(plot.path).")
 print("")
 print(
   String(
-    format: "Baselines in this run: bare swapcontext %.1f ns, bare register switch %@, "
-      + "Task.yield %.1f ns, continuation across threads %.1f ns, TaskGroup child %.1f ns, "
-      + "AsyncStream ping-pong %.1f ns.",
+    format: "Baselines in this run: bare swapcontext %.1f ns, bare register switch %@ (in this "
+      + "process; each round-trip row's bare switch was measured in the same child process as "
+      + "the round trip), Task.yield %.1f ns, continuation across threads %.1f ns, "
+      + "TaskGroup child %.1f ns, AsyncStream ping-pong %.1f ns.",
     bareSwapcontext, bareRegisterSwitch.map { String(format: "%.1f ns", $0) } ?? "n/a",
     taskYield, continuation, taskGroupChild, asyncStream))
 print(String(format: "Total time %.1f s.", Double(baseline_now_ns() - started) / 1e9))
