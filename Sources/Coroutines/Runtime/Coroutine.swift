@@ -337,9 +337,6 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   func prefetchContext() { if let fiber { cu_fiber_prefetch_context(fiber) } }
   func prefetchFrames() { if let fiber { cu_fiber_prefetch_frames(fiber) } }
 
-  /// The loop the coroutine resumes on, when that is a ``CoroutineLoop``.
-  var currentLoop: CoroutineLoop? { loop?.takeUnretainedValue() }
-
   /// Sleeps `delay` nanoseconds in its loop's timer heap (see `sleep(on:nanoseconds:)`) when it
   /// resumes on a loop and runs on that loop's thread now; false, without waiting, otherwise.
   /// Reads the loop unretained: the loop outlives the coroutines it runs.
