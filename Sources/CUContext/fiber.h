@@ -61,6 +61,10 @@ struct cu_fiber {
   size_t stack_size;
   size_t requested_size;           // the stack size the coroutine asked for, for overflow reports
   cu_sanitizer_fiber sanitizer;    // ASan/TSan bookkeeping; empty in plain builds
+  // What the thread was running when it resumed the fiber, put back by the fiber itself just
+  // before it switches out (see cu_fiber_resume for why the fiber does it).
+  void *coroutine_before;
+  struct cu_fiber *fiber_before;
   union {
     struct {  // A fiber with a stack of its own (stack.c).
       void *mapping;               // start of the fiber's slot (guard included)
@@ -70,9 +74,9 @@ struct cu_fiber {
       int owns_slab;               // 1 for cu_fiber_new's single-slot slab, freed with the fiber
       char name[64];      // the coroutine's name for overflow reports (may be cut)
       ucontext_t self;    // where the fiber's registers rest while it is suspended
-      // Where the resumer's registers rest while the fiber runs: a context in the frame of the
-      // cu_fiber_resume running it, on the resumer's own (warm) stack. A context in this record
-      // was a cold line to write on every resume of one of many coroutines.
+      // Where the resumer's registers rest while the fiber runs: the context of the fiber that
+      // resumed it (free while that one waits for this one), or the resuming thread's own.
+      // Never a context in this record: that was a cold line to write on every resume.
       ucontext_t *resumer;
     };
     struct {  // A fiber on a shared stack (shared.c): its record ends here.
@@ -108,10 +112,10 @@ static inline const char *cu_fiber_name(const cu_fiber *fiber) {
 // Copies `name` (NULL: none) into `capacity` bytes, cut on a UTF-8 boundary with "..." (overflow.c).
 void cu_copy_label(char *destination, size_t capacity, const char *name);
 
-// Overflow reports (overflow.c): the resumer marks the fiber as running on this thread (and
-// prepares the thread on its first resume), then restores what ran before. Inlined: the code
-// after a resume runs on the thread that called it, so reusing the thread-local's address
-// there is safe (unlike after a suspend, which may return on another thread).
+// The fiber running on this thread, for overflow reports (overflow.c), and the coroutine it
+// belongs to (tls.c). Set by cu_fiber_enter_thread, put back by cu_fiber_leave_thread; both run
+// before a switch, never after one, because a compiler may keep a thread-local's address across
+// a call and the code after a switch may run on another thread.
 extern __thread cu_fiber *cu_running_fiber;
 extern __thread void *cu_current_coroutine;  // tls.c
 
@@ -134,14 +138,38 @@ static inline int cu_exclusivity_swap_is_noop(void **head, const cu_fiber *fiber
 extern __thread int cu_thread_prepared;
 void cu_prepare_thread(void);
 
-static inline cu_fiber *cu_overflow_enter(cu_fiber *fiber) {
+// Exported by libswiftCore and declared in no header: they move the current thread's dynamic
+// exclusivity access set aside and put a task's (here: a fiber's) own set in its place.
+extern void swift_task_enterThreadLocalContext(char *state);
+extern void swift_task_exitThreadLocalContext(char *state);
+
+// The context a thread's registers rest in while a fiber it resumed from its own stack (outside
+// any fiber) runs: one at a time per thread, since that stack waits meanwhile (context.c).
+extern __thread ucontext_t cu_thread_context;
+
+// Enters the fiber on this thread: records what ran before, for cu_fiber_leave_thread.
+static inline void cu_fiber_enter_thread(cu_fiber *fiber, void *coroutine) {
   if (__builtin_expect(!cu_thread_prepared, 0)) cu_prepare_thread();
-  cu_fiber *previous = cu_running_fiber;
+  cu_fiber *before = cu_running_fiber;
+  fiber->coroutine_before = cu_current_coroutine;
+  fiber->fiber_before = before;
+  cu_current_coroutine = coroutine;
   cu_running_fiber = fiber;
-  return previous;
+  if (fiber->shared == NULL) {
+    fiber->resumer = before != NULL ? cu_fiber_self(before) : &cu_thread_context;
+  }
 }
 
-static inline void cu_overflow_leave(cu_fiber *previous) { cu_running_fiber = previous; }
+// Gives the thread back to whoever resumed the fiber, on the fiber's side just before it
+// switches out: the thread-locals it changed, and Swift's exclusivity access sets.
+static inline void cu_fiber_leave_thread(cu_fiber *fiber) {
+  void **exclusivity_head = cu_exclusivity_head();
+  if (!cu_exclusivity_swap_is_noop(exclusivity_head, fiber)) {
+    swift_task_exitThreadLocalContext((char *)fiber->exclusivity);
+  }
+  cu_running_fiber = fiber->fiber_before;
+  cu_current_coroutine = fiber->coroutine_before;
+}
 
 // Shared-stack mode (shared.c), called by context.c. `acquire` puts the fiber's registers and
 // saved bytes back on its shared stack (first saving the previous occupant's) before it is

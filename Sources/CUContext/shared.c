@@ -486,6 +486,7 @@ CU_SWITCH_CODE __attribute__((noinline, noreturn)) static void finish(void) {
   cu_fiber *fiber = cu_running_fiber;
   cu_shared_stack *stack = fiber->shared;
   leave(fiber);
+  cu_fiber_leave_thread(fiber);
   cu_san_fiber_leaving(&fiber->sanitizer, 1);
   cu_switch(&stack->self, &stack->resumer);
   abort();  // a finished fiber is prepared again before it is resumed again
