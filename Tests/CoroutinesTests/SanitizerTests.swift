@@ -55,7 +55,7 @@ import Testing
         }
         return {}
       }
-      var outcomes: [Coroutine.InlineOutcome] = []
+      var outcomes: [Coroutine.Outcome] = []
       while true {
         let outcome = try inner!.runInline()
         outcomes.append(outcome)

@@ -1,3 +1,5 @@
+import CUContext
+
 /// Ends one wait of one coroutine: the first `resume` wins, later ones are ignored, and a
 /// resumer dropped without resuming unwinds the coroutine with `CancellationError` instead of
 /// leaving it parked forever.
@@ -68,7 +70,8 @@ extension Coroutine {
     let generation = armWait()
     register(CoroutineResumer(coroutine: self, generation: generation, slot: slot))
     endWaitIfCancelled(generation)
-    park()
+    // Parks from the caller's own frame (see "Switching" in Coroutine.swift).
+    if let fiber = fiberToPark() { cu_fiber_suspend(fiber) }
   }
 }
 
@@ -131,20 +134,22 @@ public func co_await<T>(on scheduler: any CoroutineScheduler, _ work: @escaping 
 ///
 /// - Throws: `CancellationError` at once if the coroutine is cancelled while waiting;
 ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
+@inlinable
 public func co_delay(_ seconds: Double) throws {
+  // False for NaN too, which the timed path stops on.
+  guard seconds <= 0 else { return try delayOnClock(seconds) }
+  // Nothing to wait for: just let the jobs already queued run, with no timer at all. Inlined,
+  // so that the coroutine switches out from its caller's frame (see "Switching" in
+  // Coroutine.swift).
+  let running = try Coroutine.fiberToYieldCurrent()
+  cu_fiber_suspend(running.fiber)
+  if running.coroutine._withUnsafeGuaranteedRef({ $0.isCancelled }) { throw CancellationError() }
+}
+
+/// `co_delay` with a positive delay (or NaN).
+@usableFromInline
+func delayOnClock(_ seconds: Double) throws {
   precondition(!seconds.isNaN, "co_delay(_:): the delay is NaN")
-  if seconds <= 0 {
-    // Nothing to wait for: just let the jobs already queued run, with no timer at all.
-    // Unretained: whoever resumed the running coroutine holds it until it switches back.
-    guard let running = Coroutine.currentUnretained else { throw CoroutineError.notInCoroutine }
-    let cancelled = running._withUnsafeGuaranteedRef { coroutine in
-      if coroutine.isCancelled { return true }
-      coroutine.yieldToScheduler()
-      return coroutine.isCancelled
-    }
-    if cancelled { throw CancellationError() }
-    return
-  }
   // Unretained on the way to the loop's timer heap: a running coroutine is kept alive by
   // whoever resumed it, and with thousands of sleepers each retain was a cache miss.
   let running = try Coroutine.requireCurrentUnretained()
@@ -157,6 +162,20 @@ public func co_delay(_ seconds: Double) throws {
   defer { timer?.cancel() }
   let _: Void = try coroutine.suspend { resumer in
     timer = coroutine.scheduler.schedule(after: seconds) { resumer.resume(.success(())) }
+  }
+}
+
+extension Coroutine {
+  /// `co_delay(0)` up to its switch: the running coroutine, unretained (whoever resumed it holds
+  /// it until it switches back), and its fiber to suspend, after which the scheduler runs it
+  /// again behind the jobs already queued.
+  @usableFromInline
+  static func fiberToYieldCurrent() throws -> (coroutine: Unmanaged<Coroutine>, fiber: OpaquePointer) {
+    let running = try requireCurrentUnretained()
+    return try running._withUnsafeGuaranteedRef { coroutine in
+      if coroutine.isCancelled { throw CancellationError() }
+      return (running, coroutine.fiberToYield())
+    }
   }
 }
 

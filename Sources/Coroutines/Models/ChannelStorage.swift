@@ -1,3 +1,5 @@
+import CUContext
+
 /// A channel's state behind its lock. Decisions are the state machine's; this type takes the
 /// lock, performs what the state machine decided once the lock is dropped (waking
 /// coroutines), and suspends the calling coroutine when it must wait.
@@ -57,7 +59,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     state.enqueue(waiter)
     lock.unlock()
     coroutine.endWaitIfCancelled(generation)
-    coroutine.park()
+    if let fiber = coroutine.fiberToPark() { cu_fiber_suspend(fiber) }
     switch waiter.pointee.outcome {
     case .delivered: return
     case .closed: throw CoroutineError.channelClosed
@@ -104,7 +106,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     state.enqueue(waiter)
     lock.unlock()
     coroutine.endWaitIfCancelled(generation)
-    coroutine.park()
+    if let fiber = coroutine.fiberToPark() { cu_fiber_suspend(fiber) }
     // A read, not `take()`: a cancelled waiter reads its (empty) outcome while a sender, under
     // the lock, may still pop it and read its other fields; a modifying access to the waiter
     // would overlap that read (ThreadSanitizer reported it), a read does not.

@@ -103,15 +103,29 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
     }
   }
 
-  /// The calling coroutine if it is the producer running in its own body (not a coroutine it
-  /// launched, nor away in `co_await(on:)`); nil otherwise. Unretained: the producer is
-  /// running, and its generator keeps it alive.
+  /// The producer's fiber, to run it inline once more after it handed back or was woken; nil
+  /// if it has not started yet (then `runInline(_:)` starts it).
   @usableFromInline
-  func currentProducer() -> Unmanaged<Coroutine>? {
+  func fiberForInlineRun(_ producer: Unmanaged<Coroutine>) -> OpaquePointer? {
+    producer._withUnsafeGuaranteedRef { $0.fiberForInlineRun() }
+  }
+
+  /// What follows an inline run once the producer has switched back.
+  @usableFromInline
+  func inlineRunReturned(_ producer: Unmanaged<Coroutine>) {
+    _ = producer._withUnsafeGuaranteedRef { $0.switchedBack() }
+  }
+
+  /// The calling coroutine, checked for `yield`: it must be the producer running in its own
+  /// body (not a coroutine it launched, nor away in `co_await(on:)`), and not cancelled.
+  /// Unretained: the producer is running, and its generator keeps it alive.
+  @usableFromInline
+  func producerReadyToYield() throws -> Unmanaged<Coroutine> {
     guard let current = Coroutine.currentUnretained,
       UInt(bitPattern: current.toOpaque()) == producerBits.load(ordering: .relaxed),
       current._withUnsafeGuaranteedRef({ !$0.isAway })
-    else { return nil }
+    else { throw CoroutineError.yieldOutsideGenerator }
+    try checkCancelled(current)
     return current
   }
 
@@ -121,15 +135,11 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
     if producer._withUnsafeGuaranteedRef({ $0.isCancelled }) { throw CancellationError() }
   }
 
-  /// Switches from the producer back to the driving `next()`; throws `CancellationError` if
-  /// the producer was cancelled by the time it is resumed.
+  /// The producer's fiber, to switch from its body back to the driving `next()`, leaving it
+  /// ready to be run inline again.
   @usableFromInline
-  func handBack(_ producer: Unmanaged<Coroutine>) throws(CancellationError) {
-    let cancelled = producer._withUnsafeGuaranteedRef { coroutine in
-      coroutine.handBack()
-      return coroutine.isCancelled
-    }
-    if cancelled { throw CancellationError() }
+  func fiberToHandBack(_ producer: Unmanaged<Coroutine>) -> OpaquePointer {
+    producer._withUnsafeGuaranteedRef { $0.fiberToHandBack() }
   }
 
   @usableFromInline

@@ -1,3 +1,4 @@
+import CUContext
 import Synchronization
 
 /// A generator whose producer runs on the consumer's thread: `next()` switches to the
@@ -183,11 +184,19 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
     runProducer()
   }
 
+  /// Runs the producer until it yields, suspends or finishes. Once it has started, the switch
+  /// is made from here, inlined into the caller of `next()`, so that no frame spans it (see
+  /// "Switching" in Coroutine.swift).
   @inlinable
   func runProducer() {
     guard let coroutine = running else { return }
     phase = .running
-    if let error = driver.runInline(coroutine) { producerFailedToStart(coroutine, error) }
+    guard let fiber = driver.fiberForInlineRun(coroutine) else {
+      if let error = driver.runInline(coroutine) { producerFailedToStart(coroutine, error) }
+      return
+    }
+    cu_fiber_resume(fiber, coroutine.toOpaque())
+    driver.inlineRunReturned(coroutine)
   }
 
   /// No stack could be mapped: the body never ran. Retires the coroutine through its
@@ -222,14 +231,14 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   // MARK: Producer side
 
+  /// Hands `value` to the driving `next()` and waits there, switching from the body's own
+  /// frame (see `runProducer()`).
   @inlinable
   func yield(_ value: T) throws {
-    guard let producer = driver.currentProducer() else {
-      throw CoroutineError.yieldOutsideGenerator
-    }
-    try driver.checkCancelled(producer)
+    let producer = try driver.producerReadyToYield()
     phase = .yielded(value)
-    try driver.handBack(producer)
+    cu_fiber_suspend(driver.fiberToHandBack(producer))
+    try driver.checkCancelled(producer)
   }
 }
 

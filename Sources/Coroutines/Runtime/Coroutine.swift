@@ -12,8 +12,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Why control came back from the fiber to its resumer.
   private enum Exit { case park, reschedule, handBack, finish }
 
-  /// What a coroutine run inline did when control came back (see `runInline()`).
-  enum InlineOutcome { case handedBack, parked, finished }
+  /// What a coroutine did when control came back to whoever resumed it.
+  enum Outcome { case handedBack, parked, finished }
 
   // The fields are ordered so that the small ones share one word at the end: a parked
   // coroutine's record is most of what it costs on a shared stack.
@@ -197,7 +197,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// A started coroutine owns a reference to itself until it finishes (released last thing in
-  /// `switchIn`), so that the jobs that resume it need not retain it: whoever holds a job for
+  /// `switchedBack`), so that the jobs that resume it need not retain it: whoever holds a job for
   /// it, it is alive.
   private func keepAliveUntilFinished() {
     _ = Unmanaged.passUnretained(self).retain()
@@ -230,7 +230,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Runs the coroutine on the calling thread, without its scheduler: starts it if it was
   /// created, or resumes it after `handBack()`. Returns what it did when control came back.
   /// Generators drive their producer this way.
-  func runInline() throws(CoroutineError) -> InlineOutcome {
+  func runInline() throws(CoroutineError) -> Outcome {
     precondition(!usesSharedStack, "a shared-stack coroutine cannot be run inline")
     if currentState == .created {
       let fiber = try takeFiber()
@@ -242,12 +242,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     } else {
       transition(.resume)
     }
-    let exitReason = switchIn()
-    switch exitReason {
-    case .handBack: return .handedBack
-    case .finish: return .finished
-    case .park, .reschedule: return .parked
-    }
+    return switchIn()
   }
 
   private func enqueueResume() {
@@ -258,10 +253,48 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     }
   }
 
-  @discardableResult
-  private func switchIn() -> Exit {
+  // MARK: Switching
+  //
+  // A call that spans a switch returns, once the coroutine switches back, into frames entered
+  // before the switch, while the processor's return-address predictor holds the calls the other
+  // side made meanwhile: every such return mispredicts (about 12 ns each on the machine of
+  // Performance.md). So the hot paths call `cu_fiber_resume` and `cu_fiber_suspend` from the
+  // frame that carries on afterwards (the loop's, or a caller's through inlinable code), doing
+  // their bookkeeping in calls that return before the switch or start after it.
+
+  /// What every resume does before its switch; the fiber to switch to.
+  @inline(__always)
+  private func fiberToSwitchIn() -> OpaquePointer {
     registryEntry.noteSwitchIn()
-    cu_fiber_resume(fiber!, Unmanaged.passUnretained(self).toOpaque())
+    return fiber!
+  }
+
+  /// A scheduled resume up to its switch (the loop calls `cu_fiber_resume` itself, then
+  /// `switchedBack()`); the fiber to switch to.
+  func fiberForResume() -> OpaquePointer {
+    transition(.resume)
+    return fiberToSwitchIn()
+  }
+
+  /// Another inline run of a coroutine that handed back (see `runInline()`) up to its switch:
+  /// the fiber to switch to, or nil if the coroutine has not started yet and must start through
+  /// `runInline()`.
+  func fiberForInlineRun() -> OpaquePointer? {
+    if currentState == .created { return nil }
+    transition(.resume)
+    return fiberToSwitchIn()
+  }
+
+  @discardableResult
+  private func switchIn() -> Outcome {
+    cu_fiber_resume(fiberToSwitchIn(), Unmanaged.passUnretained(self).toOpaque())
+    return switchedBack()
+  }
+
+  /// What a resume does once the coroutine has switched back: parks it, queues it again, hands
+  /// it back or retires it, as it asked. Returns why it switched back.
+  @discardableResult
+  func switchedBack() -> Outcome {
     // Read once: after parking, another thread may resume the coroutine and change `exit`.
     let reason = exit
     switch reason {
@@ -271,9 +304,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
         transition(.park)  // woken early → scheduled
         enqueueResume()
       }
+      return .parked
     case .reschedule:
       transition(.reschedule)
       enqueueResume()
+      return .parked
     case .finish:
       transition(.finish)
       giveBackFiber(fiber!)
@@ -285,10 +320,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       publish?()
       // The last use of `self`: its own reference may have been the only one left.
       Unmanaged.passUnretained(self).release()
+      return .finished
     case .handBack:
       transition(.reschedule)  // ready to be run inline again; nothing is enqueued
+      return .handedBack
     }
-    return reason
   }
 
   /// The body, on the coroutine's own stack.
@@ -320,17 +356,23 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// Switches out until the armed wait is claimed and woken; returns at once if it already was.
-  @usableFromInline
   func park() {
+    if let fiber = fiberToPark() { cu_fiber_suspend(fiber) }
+  }
+
+  /// `park()` up to its switch: the fiber to suspend, or nil if the wait was already woken.
+  /// Inlinable callers suspend it themselves (see "Switching").
+  @usableFromInline
+  func fiberToPark() -> OpaquePointer? {
     // Only a waker's `running → wokenEarly` can have changed the state, and nothing changes it
     // back but this thread: a plain load decides, and most parks skip the locked instruction,
     // which right after a switch into a cold coroutine waited for that switch's stores. A wake
-    // that lands after the load is caught by the compare-and-swap in `switchIn`.
+    // that lands after the load is caught by the compare-and-swap in `switchedBack`.
     if state.load(ordering: .acquiring) == .wokenEarly, compareAndSwap(.wokenEarly, .running) {
-      return
+      return nil
     }
     exit = .park
-    cu_fiber_suspend(fiber!)
+    return fiber!
   }
 
   /// Prefetch hints for a loop about to resume this coroutine (see `JobQueue`).
@@ -381,15 +423,26 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Switches out and lets the scheduler run the coroutine again after the jobs already
   /// queued: a suspension with no wait, so it allocates nothing on a loop.
   func yieldToScheduler() {
+    cu_fiber_suspend(fiberToYield())
+  }
+
+  /// `yieldToScheduler()` up to its switch: the fiber to suspend.
+  @usableFromInline
+  func fiberToYield() -> OpaquePointer {
     exit = .reschedule
-    cu_fiber_suspend(fiber!)
+    return fiber!
   }
 
   /// Switches back to whoever ran the coroutine inline (`runInline()`), leaving it ready to be
   /// run inline again.
   func handBack() {
+    cu_fiber_suspend(fiberToHandBack())
+  }
+
+  /// `handBack()` up to its switch: the fiber to suspend.
+  func fiberToHandBack() -> OpaquePointer {
     exit = .handBack
-    cu_fiber_suspend(fiber!)
+    return fiber!
   }
 
   // MARK: Waking (any thread)
@@ -442,7 +495,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// events, and no waker can change the state meanwhile. A waker changes it only after
   /// claiming an armed wait, and every event here happens with no wait armed, or after the
   /// waker's own change (the `.park` of a coroutine woken early). The one transition that
-  /// races with wakers, running → suspended, is the compare-and-swap in `switchIn`.
+  /// races with wakers, running → suspended, is the compare-and-swap in `switchedBack`.
   private func transition(_ event: CoroutineState.Event) {
     let current = state.load(ordering: .acquiring)
     guard let next = current.after(event) else { illegal(event, from: current) }

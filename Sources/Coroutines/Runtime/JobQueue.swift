@@ -8,10 +8,17 @@ enum LoopJob {
   case resume(Unmanaged<Coroutine>)
   case start(Unmanaged<Coroutine>)
 
+  /// Runs the job. Always inlined into the loop's own frame, which calls `cu_fiber_resume`
+  /// itself: a frame of its own spanning the switch would return through a mispredicted `ret`
+  /// each time the coroutine switched back (see "Switching" in Coroutine.swift).
+  @inline(__always)
   func run() {
     switch self {
     case .closure(let job): job()
-    case .resume(let coroutine): coroutine._withUnsafeGuaranteedRef { $0.resume() }
+    case .resume(let coroutine):
+      let fiber = coroutine._withUnsafeGuaranteedRef { $0.fiberForResume() }
+      cu_fiber_resume(fiber, coroutine.toOpaque())
+      _ = coroutine._withUnsafeGuaranteedRef { $0.switchedBack() }
     case .start(let coroutine): coroutine._withUnsafeGuaranteedRef { $0.startAttached() }
     }
   }
