@@ -61,12 +61,17 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   @inlinable  // called from the inlinable co_launch
   init(coroutine: Coroutine, detached: Bool, body: @escaping () throws -> T) {
     let launcher = currentTaskNode()
+    // Asked before the coroutine is stored: a call after the store made the compiler retain and
+    // release the coroutine around it.
+    self.unhandledErrorHandler = CoUnhandledErrors.inherited(from: launcher)
     self.coroutine = coroutine
     self.body = body
-    self.unhandledErrorHandler = CoUnhandledErrors.inherited(from: launcher)
-    self.parent = detached ? nil : launcher
+    // Moved, not copied: a copy kept the launcher retained across the rest of the launch.
+    if detached { self.parent = nil } else { self.parent = consume launcher }
     super.init()
-    attach(self, to: coroutine)
+    // The stored coroutine, not the parameter: using the parameter after moving it into the
+    // field cost a retain and a release.
+    attach(self, to: self.coroutine)
   }
 
   deinit {
@@ -175,7 +180,9 @@ func currentTaskNode() -> (any TaskNode)? {
 }
 
 /// Records `task` as `coroutine`'s (or clears it): how a coroutine launched on it finds its parent.
-@usableFromInline
+/// Inlinable, so that the caller sees the store: an opaque call made it retain and release the
+/// task around it, beside the retain the store itself takes.
+@inlinable
 func attach(_ task: (any TaskNode)?, to coroutine: Coroutine) {
   coroutine.attachment = task
 }

@@ -42,7 +42,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// children): set before the coroutine starts, cleared once it has finished, read only by
   /// code running on the coroutine. The runtime itself never looks at it. Typed, not `AnyObject`:
   /// casting to `any TaskNode` at each launch searched the conformance tables.
-  var attachment: (any TaskNode)?
+  // usableFromInline: set by the inlinable launch. Unchecked: only the task's launch and finish
+  // and the coroutine's own code touch it, one after another, and no access calls out.
+  @usableFromInline @exclusivity(unchecked) var attachment: (any TaskNode)?
 
   private var fiber: OpaquePointer?
   /// Links and counters of the live-coroutine registry (dumps, the stall watchdog).
@@ -164,9 +166,12 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     // it (a loop's job names it unretained): keep it until the start has returned. The release
     // is the last use of `self`.
     var keep: Unmanaged<Coroutine>?
+    // The closure names the coroutine unretained: capturing `self` cost a retain and a release
+    // around every start.
+    let unretained = Unmanaged.passUnretained(self)
     start { error in
-      keep = Unmanaged.passRetained(self)
-      self.attachment?.failedToStart(error)
+      keep = unretained.retain()
+      unretained._withUnsafeGuaranteedRef { $0.attachment?.failedToStart(error) }
     }
     keep?.release()
   }

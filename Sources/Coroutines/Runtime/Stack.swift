@@ -89,7 +89,9 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   // them again; the dynamic exclusivity checks cost more than the rest of a pooled take.
   @exclusivity(unchecked) private var classes: [Int: SizeClass] = [:]
   @exclusivity(unchecked) private var lastSize = 0
-  @exclusivity(unchecked) private var lastClass: SizeClass?
+  /// Unretained: `classes` keeps every size class for the pool's lifetime, so handing the last
+  /// one out costs no retain and release (two pairs per launch before).
+  @exclusivity(unchecked) private var lastClass: Unmanaged<SizeClass>?
   @exclusivity(unchecked) private var pooledTotal = 0
   @exclusivity(unchecked) private var mappedTotal = 0
 
@@ -110,13 +112,14 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   /// A fiber with at least `size` usable bytes of stack, from the pool or freshly mapped.
   func take(size: Int) throws(CoroutineError) -> OpaquePointer {
     let found = mutex.withLock { _ -> Found in
-      let sizeClass = sizeClass(size)
-      if let fiber = sizeClass.ready.popLast() {
-        sizeClass.inUse += 1
-        pooledTotal -= 1
-        return .fiber(fiber)
+      sizeClass(size)._withUnsafeGuaranteedRef { sizeClass -> Found in
+        if let fiber = sizeClass.ready.popLast() {
+          sizeClass.inUse += 1
+          pooledTotal -= 1
+          return .fiber(fiber)
+        }
+        return takeSlot(in: sizeClass)
       }
-      return takeSlot(in: sizeClass)
     }
     switch found {
     case .fiber(let fiber):
@@ -201,7 +204,7 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
     if let fiber = cu_stack_slab_fiber(slab.pointer, index) { return fiber }
     let failure = errno
     let empty = mutex.withLock { _ -> Slab? in
-      let sizeClass = sizeClass(size)
+      let sizeClass = sizeClass(size).takeUnretainedValue()
       sizeClass.inUse -= 1
       mappedTotal -= 1
       slab.released.append(index)
@@ -215,16 +218,17 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   /// in its slab until its memory is given back.
   func give(_ fiber: OpaquePointer, size: Int) {
     let empty = mutex.withLock { _ -> Slab? in
-      let sizeClass = sizeClass(size)
-      sizeClass.inUse -= 1
-      pooledTotal += 1
-      if sizeClass.ready.count < CoroutineStack.poolCapacity {
-        sizeClass.ready.append(fiber)
-        return nil
+      sizeClass(size)._withUnsafeGuaranteedRef { sizeClass -> Slab? in
+        sizeClass.inUse -= 1
+        pooledTotal += 1
+        if sizeClass.ready.count < CoroutineStack.poolCapacity {
+          sizeClass.ready.append(fiber)
+          return nil
+        }
+        let slab = makeIdle(fiber, in: sizeClass)
+        if sizeClass.idleCount > CoroutineStack.poolCapacity { releaseIdle(in: sizeClass) }
+        return slab
       }
-      let slab = makeIdle(fiber, in: sizeClass)
-      if sizeClass.idleCount > CoroutineStack.poolCapacity { releaseIdle(in: sizeClass) }
-      return slab
     }
     if let empty { cu_stack_slab_free(empty.pointer) }
   }
@@ -315,8 +319,15 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
 
   /// The size class of `size`, created on first use. Under `mutex`. Most programs use one
   /// size, so the last one found is kept at hand: hashing the size was a tenth of a pooled take.
-  private func sizeClass(_ size: Int) -> SizeClass {
+  @inline(__always)
+  private func sizeClass(_ size: Int) -> Unmanaged<SizeClass> {
     if size == lastSize, let lastClass { return lastClass }
+    return findSizeClass(size)
+  }
+
+  /// The size class of `size`, looked up (or created) and kept at hand. Under `mutex`.
+  @inline(never)
+  private func findSizeClass(_ size: Int) -> Unmanaged<SizeClass> {
     let found: SizeClass
     if let existing = classes[size] {
       found = existing
@@ -325,8 +336,8 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
       classes[size] = found
     }
     lastSize = size
-    lastClass = found
-    return found
+    lastClass = Unmanaged.passUnretained(found)
+    return Unmanaged.passUnretained(found)
   }
 
   /// Pooled fibers (ready or idle), all sizes.
@@ -350,7 +361,7 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
 /// could reach it again, so its fields skip the dynamic exclusivity checks.
 private final class SizeClass: @unchecked Sendable {  // touched only under the pool's mutex
   /// Finished fibers to reuse first (last in, first out: its pages are the likeliest in cache).
-  @exclusivity(unchecked) var ready: [OpaquePointer] = []
+  @exclusivity(unchecked) var ready = FiberList()
   /// Every slab of this size with at least one occupied slot, by address.
   @exclusivity(unchecked) var slabs: [UInt: Slab] = [:]
   /// Slabs that may have a free slot (some may be full by now; `take` drops those).
@@ -384,4 +395,39 @@ private final class Slab: @unchecked Sendable {  // touched only under the pool'
   }
 
   var key: UInt { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(pointer))) }
+}
+
+/// A stack of fibers in raw storage: pushing and popping cost a few instructions, where an
+/// array in a class's field paid a uniqueness check and an unspecialised call for each (about
+/// 50 instructions per launch). Noncopyable, because it owns its storage.
+struct FiberList: ~Copyable {
+  private var storage: UnsafeMutablePointer<OpaquePointer>?
+  private var capacity = 0
+  private(set) var count = 0
+
+  init() {}
+
+  deinit { storage?.deallocate() }
+
+  mutating func append(_ fiber: OpaquePointer) {
+    if count == capacity { grow() }
+    storage![count] = fiber
+    count += 1
+  }
+
+  mutating func popLast() -> OpaquePointer? {
+    guard count > 0 else { return nil }
+    count -= 1
+    return storage![count]
+  }
+
+  private mutating func grow() {
+    let bigger = UnsafeMutablePointer<OpaquePointer>.allocate(capacity: max(16, capacity * 2))
+    if let storage {
+      bigger.moveInitialize(from: storage, count: count)
+      storage.deallocate()
+    }
+    storage = bigger
+    capacity = max(16, capacity * 2)
+  }
 }
