@@ -81,8 +81,6 @@ void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {
               (unsigned int)(address & 0xffffffffu));
 }
 
-__thread ucontext_t cu_thread_context;
-
 // Resume and suspend do all their bookkeeping before the switch, on the side that leaves, and
 // end with the switch as a tail call (in builds without sanitizers). The switch then saves the
 // caller's own resume point, so control comes back straight into the Swift code that called
@@ -103,15 +101,15 @@ __thread ucontext_t cu_thread_context;
 void cu_fiber_resume(cu_fiber *fiber, void *coroutine) {
   cu_fiber_enter_thread(fiber, coroutine);
   if (fiber->shared != NULL) cu_shared_stack_acquire(fiber);
-  if (!cu_exclusivity_swap_is_noop(cu_exclusivity_head(), fiber)) {
+  if (!cu_exclusivity_swap_is_noop(cu_thread.exclusivity_head, fiber)) {
     swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
   }
 #if CU_SWITCH_TAIL
-  current_switch(cu_fiber_resumer(fiber), cu_fiber_self(fiber));
+  current_switch(fiber->resumer, fiber->self_context);
 #else
   cu_sanitizer_resumer san;
   cu_san_resume_begin(&fiber->sanitizer, &san, cu_fiber_stack_bottom(fiber), fiber->stack_size);
-  current_switch(cu_fiber_resumer(fiber), cu_fiber_self(fiber));
+  current_switch(fiber->resumer, fiber->self_context);
   cu_san_resume_end(&san);
 #endif
 }
@@ -119,10 +117,10 @@ void cu_fiber_resume(cu_fiber *fiber, void *coroutine) {
 void cu_fiber_suspend(cu_fiber *fiber) {
   cu_fiber_leave_thread(fiber);
 #if CU_SWITCH_TAIL
-  current_switch(cu_fiber_self(fiber), cu_fiber_resumer(fiber));
+  current_switch(fiber->self_context, fiber->resumer);
 #else
   cu_san_fiber_leaving(&fiber->sanitizer, 0);
-  current_switch(cu_fiber_self(fiber), cu_fiber_resumer(fiber));
+  current_switch(fiber->self_context, fiber->resumer);
   cu_san_fiber_arrived(&fiber->sanitizer);
 #endif
 }

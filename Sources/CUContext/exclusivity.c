@@ -33,9 +33,6 @@ static size_t head_offset;
 static int head_found;
 static pthread_once_t head_once = PTHREAD_ONCE_INIT;
 
-__attribute__((visibility("hidden"))) __thread void **cu_thread_exclusivity_head;
-__attribute__((visibility("hidden"))) __thread int cu_thread_exclusivity_head_known;
-
 struct scan {
   uintptr_t needle;
   size_t matches;
@@ -96,16 +93,20 @@ static void locate_head(void) {
   head_found = 1;
 }
 
-void **cu_exclusivity_head_slow(void) {
+// Where a thread whose head could not be found points its head: a word that is never NULL,
+// so that every switch calls the runtime.
+static void *not_found = &not_found;
+
+void **cu_exclusivity_find_head(void) {
   pthread_once(&head_once, locate_head);
-  cu_thread_exclusivity_head_known = 1;
-  if (!head_found) return NULL;
+  if (!head_found) return &not_found;
   struct scan scan = {.module = head_module};
   dl_iterate_phdr(find_block, &scan);
-  if (scan.block != NULL) {
-    cu_thread_exclusivity_head = (void **)((char *)scan.block + head_offset);
-  }
-  return cu_thread_exclusivity_head;
+  if (scan.block == NULL) return &not_found;
+  return (void **)((char *)scan.block + head_offset);
 }
 
-int cu_exclusivity_swap_skippable(void) { return cu_exclusivity_head() != NULL; }
+int cu_exclusivity_swap_skippable(void) {
+  pthread_once(&head_once, locate_head);
+  return head_found;
+}

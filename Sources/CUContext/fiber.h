@@ -61,6 +61,15 @@ struct cu_fiber {
   size_t stack_size;
   size_t requested_size;           // the stack size the coroutine asked for, for overflow reports
   cu_sanitizer_fiber sanitizer;    // ASan/TSan bookkeeping; empty in plain builds
+  // Where the fiber's registers rest while it is switched out: its own context, or its shared
+  // stack's. Set when the record is built, so a switch needs no test of the kind.
+  ucontext_t *self_context;
+  // Where the resumer's registers rest while the fiber runs. For a fiber with a stack of its own:
+  // the context of the fiber that resumed it (free while that one waits for this one), or the
+  // resuming thread's own (cu_thread.context), set on every resume. Never a context in this
+  // record: that was a cold line to write on every resume. For a fiber on a shared stack: the
+  // stack's `resumer`, set when the record is built.
+  ucontext_t *resumer;
   // What the thread was running when it resumed the fiber, put back by the fiber itself just
   // before it switches out (see cu_fiber_resume for why the fiber does it).
   void *coroutine_before;
@@ -74,10 +83,6 @@ struct cu_fiber {
       int owns_slab;               // 1 for cu_fiber_new's single-slot slab, freed with the fiber
       char name[64];      // the coroutine's name for overflow reports (may be cut)
       ucontext_t self;    // where the fiber's registers rest while it is suspended
-      // Where the resumer's registers rest while the fiber runs: the context of the fiber that
-      // resumed it (free while that one waits for this one), or the resuming thread's own.
-      // Never a context in this record: that was a cold line to write on every resume.
-      ucontext_t *resumer;
     };
     struct {  // A fiber on a shared stack (shared.c): its record ends here.
       void *saved;          // its registers and used stack bytes while another fiber has the stack:
@@ -90,13 +95,6 @@ struct cu_fiber {
   };
 };
 
-// Where a fiber's registers rest while it is switched out, and its resumer's while it runs.
-static inline ucontext_t *cu_fiber_self(cu_fiber *fiber) {
-  return fiber->shared != NULL ? &fiber->shared->self : &fiber->self;
-}
-static inline ucontext_t *cu_fiber_resumer(cu_fiber *fiber) {
-  return fiber->shared != NULL ? &fiber->shared->resumer : fiber->resumer;
-}
 // The lowest usable stack address, and the start of the guard below it.
 static inline void *cu_fiber_stack_bottom(const cu_fiber *fiber) {
   return fiber->shared != NULL ? fiber->shared->base : fiber->self.uc_stack.ss_sp;
@@ -112,63 +110,65 @@ static inline const char *cu_fiber_name(const cu_fiber *fiber) {
 // Copies `name` (NULL: none) into `capacity` bytes, cut on a UTF-8 boundary with "..." (overflow.c).
 void cu_copy_label(char *destination, size_t capacity, const char *name);
 
-// The fiber running on this thread, for overflow reports (overflow.c), and the coroutine it
-// belongs to (tls.c). Set by cu_fiber_enter_thread, put back by cu_fiber_leave_thread; both run
-// before a switch, never after one, because a compiler may keep a thread-local's address across
-// a call and the code after a switch may run on another thread.
-extern __thread cu_fiber *cu_running_fiber;
-extern __thread void *cu_current_coroutine;  // tls.c
+// What the shim keeps per thread (tls.c), in one thread-local so that a switch computes its
+// address once. Read and written only before a switch, never after one: a compiler may keep a
+// thread-local's address across a call, and the code after a switch may run on another thread.
+typedef struct cu_thread_state {
+  void *current_coroutine;  // the coroutine running on this thread (cu_tls_current_coroutine)
+  cu_fiber *running_fiber;  // the fiber running on this thread, for overflow reports
+  // Where this thread's Swift exclusivity access-set head lives (exclusivity.c); when it could
+  // not be found, a word that is never NULL, so that every switch swaps the sets through the
+  // runtime. Set by cu_prepare_thread.
+  void **exclusivity_head;
+  int prepared;  // cu_prepare_thread has run on this thread
+  // Where this thread's registers rest while a fiber it resumed from its own stack (outside any
+  // fiber) runs: one at a time per thread, since that stack waits meanwhile.
+  ucontext_t context;
+} cu_thread_state;
 
-// exclusivity.c: where this thread's Swift exclusivity access-set head lives, or NULL when it
-// could not be found (then every switch swaps the sets through the runtime).
-extern __thread void **cu_thread_exclusivity_head;
-extern __thread int cu_thread_exclusivity_head_known;
-void **cu_exclusivity_head_slow(void);
+extern __thread cu_thread_state cu_thread;
 
-static inline void **cu_exclusivity_head(void) {
-  if (__builtin_expect(cu_thread_exclusivity_head_known, 1)) return cu_thread_exclusivity_head;
-  return cu_exclusivity_head_slow();
-}
+// Prepares the thread on its first resume (overflow.c): an alternate signal stack for overflow
+// reports, and the exclusivity head.
+void cu_prepare_thread(void);
+// Looks for this thread's exclusivity access-set head (exclusivity.c); NULL if not found.
+void **cu_exclusivity_find_head(void);
 
 // True when swapping the fiber's access set with the thread's would change nothing: both empty.
 // swift_task_enter/exitThreadLocalContext return untouched in exactly that case.
 static inline int cu_exclusivity_swap_is_noop(void **head, const cu_fiber *fiber) {
-  return head != NULL && *head == NULL && fiber->exclusivity[0] == NULL;
+  return *head == NULL && fiber->exclusivity[0] == NULL;
 }
-extern __thread int cu_thread_prepared;
-void cu_prepare_thread(void);
 
 // Exported by libswiftCore and declared in no header: they move the current thread's dynamic
 // exclusivity access set aside and put a task's (here: a fiber's) own set in its place.
 extern void swift_task_enterThreadLocalContext(char *state);
 extern void swift_task_exitThreadLocalContext(char *state);
 
-// The context a thread's registers rest in while a fiber it resumed from its own stack (outside
-// any fiber) runs: one at a time per thread, since that stack waits meanwhile (context.c).
-extern __thread ucontext_t cu_thread_context;
-
-// Enters the fiber on this thread: records what ran before, for cu_fiber_leave_thread.
+// Enters the fiber on this thread: records what ran before, for cu_fiber_leave_thread, and
+// points the fiber at where its resumer's registers will rest.
 static inline void cu_fiber_enter_thread(cu_fiber *fiber, void *coroutine) {
-  if (__builtin_expect(!cu_thread_prepared, 0)) cu_prepare_thread();
-  cu_fiber *before = cu_running_fiber;
-  fiber->coroutine_before = cu_current_coroutine;
+  cu_thread_state *thread = &cu_thread;
+  if (__builtin_expect(!thread->prepared, 0)) cu_prepare_thread();
+  cu_fiber *before = thread->running_fiber;
+  fiber->coroutine_before = thread->current_coroutine;
   fiber->fiber_before = before;
-  cu_current_coroutine = coroutine;
-  cu_running_fiber = fiber;
+  thread->current_coroutine = coroutine;
+  thread->running_fiber = fiber;
   if (fiber->shared == NULL) {
-    fiber->resumer = before != NULL ? cu_fiber_self(before) : &cu_thread_context;
+    fiber->resumer = before != NULL ? before->self_context : &thread->context;
   }
 }
 
 // Gives the thread back to whoever resumed the fiber, on the fiber's side just before it
 // switches out: the thread-locals it changed, and Swift's exclusivity access sets.
 static inline void cu_fiber_leave_thread(cu_fiber *fiber) {
-  void **exclusivity_head = cu_exclusivity_head();
-  if (!cu_exclusivity_swap_is_noop(exclusivity_head, fiber)) {
+  cu_thread_state *thread = &cu_thread;
+  if (!cu_exclusivity_swap_is_noop(thread->exclusivity_head, fiber)) {
     swift_task_exitThreadLocalContext((char *)fiber->exclusivity);
   }
-  cu_running_fiber = fiber->fiber_before;
-  cu_current_coroutine = fiber->coroutine_before;
+  thread->running_fiber = fiber->fiber_before;
+  thread->current_coroutine = fiber->coroutine_before;
 }
 
 // Shared-stack mode (shared.c), called by context.c. `acquire` puts the fiber's registers and

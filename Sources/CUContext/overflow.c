@@ -19,8 +19,6 @@
 
 enum { alternate_stack_size = 64 * 1024 };
 
-__thread cu_fiber *cu_running_fiber;
-__thread int cu_thread_prepared;
 static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
 static pthread_key_t alternate_stack_key;
 static struct sigaction previous_action;
@@ -102,7 +100,7 @@ static int is_overflow(const cu_fiber *fiber, uintptr_t address, uintptr_t stack
 
 static void on_segv(int signal_number, siginfo_t *info, void *context) {
   (void)signal_number;
-  cu_fiber *fiber = cu_running_fiber;
+  cu_fiber *fiber = cu_thread.running_fiber;
   if (fiber && is_overflow(fiber, (uintptr_t)info->si_addr, interrupted_stack_pointer(context))) {
     report_overflow(fiber, info->si_addr);
     abort();
@@ -137,7 +135,8 @@ static void create_key(void) {
 
 /// Gives the calling thread an alternate signal stack unless it has one, once per thread.
 void cu_prepare_thread(void) {
-  cu_thread_prepared = 1;
+  cu_thread.prepared = 1;
+  cu_thread.exclusivity_head = cu_exclusivity_find_head();
   pthread_once(&handler_once, create_key);
   stack_t current;
   if (sigaltstack(NULL, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return;

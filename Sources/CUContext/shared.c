@@ -152,6 +152,8 @@ cu_fiber *cu_fiber_new_shared(cu_shared_stack *stack) {
   if (fiber == NULL) return NULL;
   fiber->stack_size = (size_t)(stack->top - stack->base);
   fiber->shared = stack;
+  fiber->self_context = &stack->self;
+  fiber->resumer = &stack->resumer;
   stack->fibers++;
   cu_san_fiber_created(&fiber->sanitizer);
   return fiber;
@@ -483,7 +485,7 @@ static void leave(cu_fiber *fiber) {
 // trampoline, whose frame stays under every frame of the fiber's body and so is copied out with
 // each of its suspensions; not inlined, so the thread-local is read on the thread that runs it.
 CU_SWITCH_CODE __attribute__((noinline, noreturn)) static void finish(void) {
-  cu_fiber *fiber = cu_running_fiber;
+  cu_fiber *fiber = cu_thread.running_fiber;
   cu_shared_stack *stack = fiber->shared;
   leave(fiber);
   cu_fiber_leave_thread(fiber);

@@ -134,6 +134,7 @@ cu_fiber *cu_stack_slab_fiber(cu_stack_slab *slab, size_t index) {
   fiber->slab = slab;
   fiber->slot = index;
   cu_context_init(&fiber->self);
+  fiber->self_context = &fiber->self;
   fiber->self.uc_stack.ss_sp = start + slab->guard;
   fiber->self.uc_stack.ss_size = fiber->stack_size;
   fiber->self.uc_link = NULL;

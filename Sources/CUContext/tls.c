@@ -1,13 +1,13 @@
 // Thread-locals behind real calls. clang and gcc cache a thread-local's address within a
 // function; after a context switch that address may belong to another thread, so every read
 // and write goes through a non-inlined function that computes it afresh.
-#include "cucontext.h"
+#include "fiber.h"
 
-__attribute__((visibility("hidden"))) __thread void *cu_current_coroutine;  // also set by resume
+__attribute__((visibility("hidden"))) __thread cu_thread_state cu_thread;
 static __thread void *current_loop;
 static __thread void *current_test_loop;
 
-__attribute__((noinline)) void *cu_tls_current_coroutine(void) { return cu_current_coroutine; }
+__attribute__((noinline)) void *cu_tls_current_coroutine(void) { return cu_thread.current_coroutine; }
 
 __attribute__((noinline)) void *cu_tls_current_loop(void) { return current_loop; }
 
