@@ -250,8 +250,14 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     return switchIn()
   }
 
-  private func enqueueResume() {
+  private func enqueueResume(resumedBy resumer: UnsafeMutableRawPointer? = nil) {
     if let loop {
+      // Switched back into the loop it belongs to, on that loop's thread: queued without asking
+      // the thread which loop it runs.
+      if loop.toOpaque() == resumer {
+        loop._withUnsafeGuaranteedRef { $0.enqueueLocal(self) }
+        return
+      }
       loop._withUnsafeGuaranteedRef { $0.enqueue(self) }
     } else {
       scheduler.schedule { self.resume() }
@@ -297,9 +303,10 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// What a resume does once the coroutine has switched back: parks it, queues it again, hands
-  /// it back or retires it, as it asked. Returns why it switched back.
+  /// it back or retires it, as it asked. Returns why it switched back. `resumer` is the address
+  /// of the loop whose own thread resumed it, if any (an address: a reference cost a retain).
   @discardableResult
-  func switchedBack() -> Outcome {
+  func switchedBack(resumedBy resumer: UnsafeMutableRawPointer? = nil) -> Outcome {
     // Read once: after parking, another thread may resume the coroutine and change `exit`.
     let reason = exit
     switch reason {
@@ -307,12 +314,12 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       // Off its stack now: either park it, or honour a wake-up that came while it left.
       if !compareAndSwap(.running, .suspended) {
         transition(.park)  // woken early → scheduled
-        enqueueResume()
+        enqueueResume(resumedBy: resumer)
       }
       return .parked
     case .reschedule:
       transition(.reschedule)
-      enqueueResume()
+      enqueueResume(resumedBy: resumer)
       return .parked
     case .finish:
       transition(.finish)

@@ -12,13 +12,13 @@ enum LoopJob {
   /// itself: a frame of its own spanning the switch would return through a mispredicted `ret`
   /// each time the coroutine switched back (see "Switching" in Coroutine.swift).
   @inline(__always)
-  func run() {
+  func run(on loop: UnsafeMutableRawPointer) {
     switch self {
     case .closure(let job): job()
     case .resume(let coroutine):
       let fiber = coroutine._withUnsafeGuaranteedRef { $0.fiberForResume() }
       cu_fiber_resume(fiber, coroutine.toOpaque())
-      _ = coroutine._withUnsafeGuaranteedRef { $0.switchedBack() }
+      _ = coroutine._withUnsafeGuaranteedRef { $0.switchedBack(resumedBy: loop) }
     case .start(let coroutine): coroutine._withUnsafeGuaranteedRef { $0.startAttached() }
     }
   }
