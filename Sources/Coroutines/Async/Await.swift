@@ -41,7 +41,7 @@ extension Coroutine {
   /// Must run on this coroutine's own stack. The result is written straight into this frame,
   /// so a wait allocates only the resumer — except on a shared stack, where another coroutine
   /// may be using these addresses when the resumer writes, so the result waits on the heap.
-  @inlinable
+  @inlinable @inline(__always)
   func suspend<T>(_ register: (CoroutineResumer<T>) -> Void) throws -> T {
     if isCancelled { throw CancellationError() }
     let delivered: Result<T, any Error>?
@@ -62,7 +62,7 @@ extension Coroutine {
 
   /// Arms a wait whose result goes to `slot`, registers its resumer and parks until the wait
   /// ends. Only the resumer that wins the wait writes `slot`, before it wakes the coroutine.
-  @inlinable
+  @inlinable @inline(__always)
   func wait<T>(
     into slot: UnsafeMutablePointer<Result<T, any Error>?>,
     _ register: (CoroutineResumer<T>) -> Void
@@ -80,7 +80,7 @@ extension Coroutine {
 ///
 /// - Throws: The future's error; `CancellationError` at once if the coroutine is cancelled
 ///   while waiting; ``CoroutineError/notInCoroutine`` outside a coroutine.
-@inlinable
+@inlinable @inline(__always)
 public func co_await<T>(_ future: CoFuture<T>) throws -> T {
   let coroutine = try Coroutine.requireCurrent()
   if coroutine.isCancelled { throw CancellationError() }
@@ -101,7 +101,7 @@ public func co_await<T>(_ future: CoFuture<T>) throws -> T {
 ///
 /// - Throws: The error delivered to the callback; `CancellationError` if the coroutine is
 ///   cancelled while waiting; ``CoroutineError/notInCoroutine`` outside a coroutine.
-@inlinable
+@inlinable @inline(__always)
 public func co_await<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> Void) -> Void)
   throws -> T
 {
@@ -134,7 +134,7 @@ public func co_await<T>(on scheduler: any CoroutineScheduler, _ work: @escaping 
 ///
 /// - Throws: `CancellationError` at once if the coroutine is cancelled while waiting;
 ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
-@inlinable
+@inlinable @inline(__always)
 public func co_delay(_ seconds: Double) throws {
   // False for NaN too, which the timed path stops on.
   guard seconds <= 0 else { return try delayOnClock(seconds) }

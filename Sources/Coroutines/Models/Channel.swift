@@ -49,7 +49,7 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
   /// - Throws: ``CoroutineError/channelClosed`` if the channel is closed, or closes while
   ///   waiting (the value was not sent); `CancellationError` if the coroutine is cancelled
   ///   (the value was not sent); ``CoroutineError/notInCoroutine`` outside a coroutine.
-  @inlinable
+  @inlinable @inline(__always)
   public func send(_ value: T) throws {
     try storage.send(value)
   }
@@ -59,7 +59,7 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
   /// - Throws: ``CoroutineError/channelClosed`` once the channel is closed and drained;
   ///   `CancellationError` if the coroutine is cancelled (no value was taken);
   ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
-  @inlinable
+  @inlinable @inline(__always)
   public func receive() throws -> T {
     try storage.receive()
   }

@@ -23,7 +23,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
   // whose frames may not be pointed into while parked (another coroutine may be using those
   // addresses when the other side writes the outcome), so the waiter goes on the heap there.
 
-  @inlinable
+  @inlinable @inline(__always)
   func send(_ value: T) throws {
     unowned(unsafe) let coroutine = try Coroutine.requireCurrentUnretained().takeUnretainedValue()
     if coroutine.isCancelled { throw CancellationError() }
@@ -52,7 +52,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
 
   /// Queues `waiter` (the lock is held, and the coroutine's wait armed), unlocks and parks
   /// until a receiver, `close()` or cancellation ends the wait.
-  @inlinable
+  @inlinable @inline(__always)
   func waitToSend(_ waiter: SendWaiterPointer<T>, in coroutine: Coroutine) throws {
     // Read before unlocking: from then on, the waiter is the other side's to write.
     let generation = waiter.pointee.generation
@@ -71,7 +71,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     }
   }
 
-  @inlinable
+  @inlinable @inline(__always)
   func receive() throws -> T {
     unowned(unsafe) let coroutine = try Coroutine.requireCurrentUnretained().takeUnretainedValue()
     if coroutine.isCancelled { throw CancellationError() }
@@ -99,7 +99,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
 
   /// Queues `waiter` (the lock is held, and the coroutine's wait armed), unlocks and parks
   /// until a sender, `close()` or cancellation ends the wait.
-  @inlinable
+  @inlinable @inline(__always)
   func waitToReceive(_ waiter: ReceiveWaiterPointer<T>, in coroutine: Coroutine) throws -> T {
     // Read before unlocking: from then on, the waiter is the other side's to write.
     let generation = waiter.pointee.generation

@@ -68,7 +68,7 @@ public struct CoYield<T>: Sendable {
   /// - Throws: `CancellationError` when the generator has been cancelled or dropped: let it
   ///   propagate so the body unwinds. ``CoroutineError/yieldOutsideGenerator`` when called
   ///   anywhere but in the generator's own body.
-  @inlinable
+  @inlinable @inline(__always)
   public func callAsFunction(_ value: T) throws {
     if let inline { return try inline._withUnsafeGuaranteedRef { try $0.yield(value) } }
     try yieldToEngine(value)
@@ -105,7 +105,7 @@ public final class CoGenerator<T>: Sequence, IteratorProtocol, @unchecked Sendab
   ///
   /// If the consuming coroutine is cancelled while it waits for a value, the generator is
   /// cancelled too and this returns nil (``nextOrThrow()`` throws `CancellationError`).
-  @inlinable
+  @inlinable @inline(__always)
   public func next() -> T? {
     if let inline { return try? inline._withUnsafeGuaranteedRef { try $0.next() } }
     return try? engineNext()
@@ -115,7 +115,7 @@ public final class CoGenerator<T>: Sequence, IteratorProtocol, @unchecked Sendab
   ///
   /// - Throws: The error the body threw, on this call and every later one; `CancellationError`
   ///   if the consuming coroutine was cancelled while waiting (the generator is then cancelled).
-  @inlinable
+  @inlinable @inline(__always)
   public func nextOrThrow() throws -> T? {
     if let inline { return try inline._withUnsafeGuaranteedRef { try $0.next() } }
     return try engineNext()

@@ -65,7 +65,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   // MARK: Consumer side
 
-  @inlinable
+  @inlinable @inline(__always)
   func next() throws -> T? {
     driver.beginDriving(in: "CoGenerator.next()")
     defer { driver.endDriving() }
@@ -100,7 +100,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
   }
 
   /// Drives the producer until it yields or finishes.
-  @inlinable
+  @inlinable @inline(__always)
   func waitForValue() throws -> T? {
     while true {
       switch phase {
@@ -187,7 +187,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
   /// Runs the producer until it yields, suspends or finishes. Once it has started, the switch
   /// is made from here, inlined into the caller of `next()`, so that no frame spans it (see
   /// "Switching" in Coroutine.swift).
-  @inlinable
+  @inlinable @inline(__always)
   func runProducer() {
     guard let coroutine = running else { return }
     phase = .running
@@ -233,7 +233,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   /// Hands `value` to the driving `next()` and waits there, switching from the body's own
   /// frame (see `runProducer()`).
-  @inlinable
+  @inlinable @inline(__always)
   func yield(_ value: T) throws {
     let producer = try driver.producerReadyToYield()
     phase = .yielded(value)
