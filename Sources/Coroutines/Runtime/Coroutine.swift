@@ -250,6 +250,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     return switchIn()
   }
 
+  @inline(__always)
   private func enqueueResume(resumedBy resumer: UnsafeMutableRawPointer? = nil) {
     if let loop {
       // Switched back into the loop it belongs to, on that loop's thread: queued without asking
