@@ -75,6 +75,7 @@ struct JobQueue: ~Copyable {
   /// context lies on its own stack's page, so its first touch waits for a page-table walk, and
   /// the processor walks for several prefetches at once only when they come together.
   func prefetchUpcoming(batchStart: Bool) {
+    guard count > 2 else { return }  // each stage looks two jobs ahead or more
     if batchStart {
       for offset in 8..<12 {
         guard let coroutine = coroutine(at: offset) else { break }
