@@ -45,5 +45,14 @@ baseline_switch_start:
         call    baseline_bounce
         ud2
         .size   baseline_switch_start, .-baseline_switch_start
+
+// The same, entering the variant of the coroutine with frames spanning the switch
+// (return_prediction.c).
+        .globl  baseline_switch_start_spanning
+        .type   baseline_switch_start_spanning, @function
+baseline_switch_start_spanning:
+        call    baseline_bounce_spanning
+        ud2
+        .size   baseline_switch_start_spanning, .-baseline_switch_start_spanning
 #endif
         .section .note.GNU-stack, "", @progbits

@@ -42,6 +42,12 @@ let bareSwapcontext = baseline_swapcontext_round_trip_ns(Counts.bareSwapcontext,
 let registerSwitch = baseline_register_switch_round_trip_ns(Counts.bareRegisterSwitch, 5)
 let bareRegisterSwitch: Double? = registerSwitch > 0 ? registerSwitch : nil
 
+progress("frames spanning a bare switch")
+let spanningFrames = [0, 1, 2, 4]
+let spanning = spanningFrames.map {
+  baseline_register_switch_spanning_ns(Int32($0), Counts.bareRegisterSwitch / 10, 5)
+}
+
 progress("Swift Concurrency baselines")
 let mailbox = Mailbox()
 let taskYield = SwiftBaselines.taskYield(Counts.taskYield)
@@ -180,6 +186,20 @@ print(
     + "in each of \(processesPerFigure) processes (spawn: one run per process)")
 print("")
 printTable(rows)
+if spanning.allSatisfy({ $0 > 0 }) {
+  print("")
+  print(
+    "Return prediction: the bare register switch with plain C frames entered before it and "
+      + "returned from after it, on each side (each such return is mispredicted):")
+  print("")
+  print(
+    "| Frames spanning the switch, each side | "
+      + spanningFrames.map(String.init).joined(separator: " | ") + " |")
+  print("|---|" + String(repeating: "---:|", count: spanningFrames.count))
+  print(
+    "| ns per round trip | " + spanning.map { String(format: "%.1f", $0) }.joined(separator: " | ")
+      + " |")
+}
 print("")
 print("Coroutines versus threads (the seed's table; \(CoroutineBackend.current) backend):")
 print("")
