@@ -16,3 +16,7 @@ __attribute__((noinline)) void cu_tls_set_current_loop(void *loop) { current_loo
 __attribute__((noinline)) void *cu_tls_current_test_loop(void) { return current_test_loop; }
 
 __attribute__((noinline)) void cu_tls_set_current_test_loop(void *loop) { current_test_loop = loop; }
+
+__attribute__((noinline)) void *cu_tls_current_loop_or_test_loop(void) {
+  return current_loop != NULL ? current_loop : current_test_loop;
+}

@@ -178,6 +178,9 @@ void cu_tls_set_current_loop(void *_Nullable loop);
 void *_Nullable cu_tls_current_test_loop(void);
 /// Sets the test loop this thread is driving.
 void cu_tls_set_current_test_loop(void *_Nullable loop);
+/// The loop this thread runs, else the test loop it drives, else NULL: one call where a plain
+/// thread's default scheduler is looked up on a hot path (an inline generator's `next()`).
+void *_Nullable cu_tls_current_loop_or_test_loop(void);
 
 /// 1 when switches can tell, without calling into the Swift runtime, that neither side has an
 /// exclusivity access in flight, and so skip swapping the access sets; 0 when every switch swaps.

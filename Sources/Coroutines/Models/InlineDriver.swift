@@ -123,16 +123,26 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   func producerReadyToYield() throws -> Unmanaged<Coroutine> {
     guard let current = Coroutine.currentUnretained,
       UInt(bitPattern: current.toOpaque()) == producerBits.load(ordering: .relaxed),
-      current._withUnsafeGuaranteedRef({ !$0.isAway })
-    else { throw CoroutineError.yieldOutsideGenerator }
-    try checkCancelled(current)
+      current._withUnsafeGuaranteedRef({ !$0.isAway && !$0.isCancelled })
+    else { try throwNotReadyToYield() }
     return current
   }
 
-  /// Throws `CancellationError` if the producer has been cancelled.
+  /// Why `producerReadyToYield()` refused. Out of line, so that the path that does not throw
+  /// builds no error (it looked up `CancellationError`'s metadata on every `yield`).
+  @inline(never)
+  private func throwNotReadyToYield() throws -> Never {
+    guard let current = Coroutine.currentUnretained,
+      UInt(bitPattern: current.toOpaque()) == producerBits.load(ordering: .relaxed),
+      current._withUnsafeGuaranteedRef({ !$0.isAway })
+    else { throw CoroutineError.yieldOutsideGenerator }
+    throw CancellationError()
+  }
+
+  /// True if the producer has been cancelled.
   @usableFromInline
-  func checkCancelled(_ producer: Unmanaged<Coroutine>) throws(CancellationError) {
-    if producer._withUnsafeGuaranteedRef({ $0.isCancelled }) { throw CancellationError() }
+  func isCancelled(_ producer: Unmanaged<Coroutine>) -> Bool {
+    producer._withUnsafeGuaranteedRef { $0.isCancelled }
   }
 
   /// The producer's fiber, to switch from its body back to the driving `next()`, leaving it
@@ -188,7 +198,7 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
     } else {
       // A plain thread launches on the loop it runs (a CoroutineLoop or a test loop), else on
       // the main loop; `nil` stands for the main loop, which lives for ever.
-      let loop = cu_tls_current_loop() ?? CoroutineTestLoop.currentPointer
+      let loop = cu_tls_current_loop_or_test_loop()
       guard key != (loop, 0) else { return }
       let plainTarget: any CoroutineScheduler & AnyObject
       if let loop = CoroutineLoop.current {

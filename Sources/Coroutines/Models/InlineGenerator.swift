@@ -238,7 +238,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
     let producer = try driver.producerReadyToYield()
     phase = .yielded(value)
     cu_fiber_suspend(driver.fiberToHandBack(producer))
-    try driver.checkCancelled(producer)
+    if driver.isCancelled(producer) { throw CancellationError() }
   }
 }
 
