@@ -38,7 +38,7 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   // out. One lock for the outcome and the family: the end of the body checks for children and
   // publishes under one acquisition.
   /// The parent, kept alive by its children until they have all finished. Touched without the
-  /// lock: only in `init`, `start` (before the coroutine is scheduled), `complete` (once, after
+  /// lock: only in `init`, `start` (before the coroutine is scheduled), `leaveParent` (once, after
   /// it finished) and `deinit`, which follow each other.
   @usableFromInline @exclusivity(unchecked) var parent: Optional<any TaskNode>
   /// The children still running, in no order: a child is appended when adopted and leaves by
@@ -126,10 +126,19 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   /// so it needs no allocation.
   @inlinable
   func runBody() -> () -> Void {
-    guard let body else { preconditionFailure("a task's body ran twice") }
-    self.body = nil
+    // Moved out, not copied: a copy and a reset retained and released what the body captures.
+    var taken: Optional<() throws -> T> = nil
+    swap(&taken, &body)
+    guard let body = taken else { preconditionFailure("a task's body ran twice") }
     storeOutcome(Result { try body() })
-    return { self.finish() }
+    // The attachment's reference to this task moves into the closure: nothing asks for the
+    // attachment once the body has returned, and a new reference for the closure, besides
+    // the attachment's, cost a retain and a release of the task per launch.
+    var held: Optional<any TaskNode> = nil
+    swap(&held, &coroutine.attachment)
+    guard let held else { preconditionFailure("a task's coroutine lost its attachment") }
+    let task = unsafeDowncast(held as AnyObject, to: CoTask<T>.self)
+    return { task.finish() }
   }
 
   /// Publishes the body's outcome, stored by `runBody` (called once the coroutine is off its
