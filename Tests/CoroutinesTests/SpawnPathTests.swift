@@ -109,6 +109,49 @@ import Testing
     #expect(Set(finished.entries) == Set(0..<200))
   }
 
+  @Test func aCoroutineAwayFromHomeResumesThereAndComesBackHome() throws {
+    // `scheduler` is `home` unless the coroutine hops: kept as a second reference only while
+    // away.
+    let queue = DispatchQueue(label: "away")
+    let seen = try CoroutineLoop.run { () -> [Bool] in
+      let coroutine = Coroutine.current!
+      let before = coroutine.scheduler === coroutine.home as AnyObject
+      let during = try co_await(on: queue) { () -> [Bool] in
+        let current = Coroutine.current!
+        return [current.isAway, current.scheduler as AnyObject === queue]
+      }
+      let after = coroutine.scheduler === coroutine.home as AnyObject
+      return [before, !coroutine.isAway] + during + [after, !coroutine.isAway]
+    }
+    #expect(seen == [true, true, true, true, true, true])
+  }
+
+  @Test func aLoopIsFreedOnceItsLastCoroutineIsGone() throws {
+    // A coroutine counts itself in its loop through an unretained reference, kept alive by
+    // its `home`: the loop must outlive the count of its last coroutine, and then go.
+    let reference = WeakLoop()
+    let finished = Journal<Int>()
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+      do {
+        let loop = CoroutineLoop()
+        reference.loop = loop
+        for index in 0..<100 {
+          co_launch(on: loop) {
+            try co_delay(0)
+            finished.append(index)
+          }
+        }
+        loop.run()
+      }
+      done.signal()
+    }
+    thread.start()
+    done.wait()
+    #expect(Set(finished.entries) == Set(0..<100))
+    #expect(reference.loop == nil)
+  }
+
   @Test func theLiveCountIncludesEveryParkedCoroutine() throws {
     // Other tests only add to the count while these are parked, so it is at least theirs.
     try CoroutineLoop.run {
@@ -144,4 +187,9 @@ private final class ReportLog: @unchecked Sendable {  // reason: every access ho
 private final class WeakPair: @unchecked Sendable {  // reason: used on one thread at a time
   weak var task: CoTask<Int>?
   weak var coroutine: Coroutine?
+}
+
+/// A weak reference to a loop, handed from the thread that runs it.
+private final class WeakLoop: @unchecked Sendable {  // reason: written before `done` signals
+  weak var loop: CoroutineLoop?
 }

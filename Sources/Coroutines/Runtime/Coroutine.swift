@@ -24,17 +24,22 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   let home: any CoroutineScheduler
   /// Where the coroutine resumes now: `home`, except while it hops for `co_await(on:)`.
   private(set) var scheduler: any CoroutineScheduler {
-    didSet {
-      loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
+    get { away ?? home }
+    set {
+      isAway = (newValue as AnyObject) !== (home as AnyObject)
+      loop = (newValue as? CoroutineLoop).map(Unmanaged.passUnretained)
+      away = isAway ? newValue : nil
       schedulerChanges &+= 1
-      isAway = (scheduler as AnyObject) !== (home as AnyObject)
     }
   }
+  /// `scheduler` while it is not `home`: a second strong reference to `home` cost a retain of
+  /// the loop at each launch and a release at each destruction.
+  private var away: (any CoroutineScheduler)?
   /// `scheduler` when it is a loop, unretained (`scheduler` keeps it alive): enqueueing a
   /// resumption then costs no retain.
   private var loop: Unmanaged<CoroutineLoop>?
-  /// `home` as the loop that counts its coroutines, cast once: the cast is a conformance lookup.
-  private let accounting: (any CoroutineAccounting)?
+  /// `home` as the loop that counts its coroutines, cast once; unretained (see AccountingLoop).
+  private let accounting: AccountingLoop?
   /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
   private let waitWord = Atomic<UInt64>(0)
 
@@ -103,11 +108,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.stackSize = stackSize
     self.usesSharedStack = sharedStack
     self.home = scheduler
-    self.scheduler = scheduler
+    self.away = nil
     self.loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
     self.state = Atomic(.created)
     self.work = .body(body)
-    self.accounting = Coroutines.accounting(of: scheduler)
+    self.accounting = AccountingLoop(of: scheduler)
     CoroutineRegistry.coroutineCreated(self, accounting: accounting)
   }
 

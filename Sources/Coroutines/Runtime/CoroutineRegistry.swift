@@ -17,6 +17,49 @@ func accounting(of scheduler: any CoroutineScheduler) -> (any CoroutineAccountin
   return nil
 }
 
+/// The loop that counts a coroutine (see `CoroutineAccounting`), unretained: the coroutine's
+/// `home` is that loop and keeps it alive for as long as the coroutine lives. A strong
+/// reference cost a retain of the loop at creation and a release at destruction, and an
+/// `unowned(unsafe)` existential was retained and released around every call through it.
+struct AccountingLoop {
+  private let loop: Unmanaged<AnyObject>
+  private let isTestLoop: Bool
+
+  /// `home` as the loop that counts its coroutines, if it is one (class casts, as in
+  /// `accounting(of:)`).
+  init?(of home: any CoroutineScheduler) {
+    if let loop = home as? CoroutineLoop {
+      self.loop = Unmanaged.passUnretained(loop)
+      isTestLoop = false
+    } else if let testLoop = home as? CoroutineTestLoop {
+      self.loop = Unmanaged.passUnretained(testLoop)
+      isTestLoop = true
+    } else {
+      return nil
+    }
+  }
+
+  func coroutineCreated() {
+    loop._withUnsafeGuaranteedRef {
+      if isTestLoop {
+        unsafeDowncast($0, to: CoroutineTestLoop.self).coroutineCreated()
+      } else {
+        unsafeDowncast($0, to: CoroutineLoop.self).coroutineCreated()
+      }
+    }
+  }
+
+  func coroutineFinished() {
+    loop._withUnsafeGuaranteedRef {
+      if isTestLoop {
+        unsafeDowncast($0, to: CoroutineTestLoop.self).coroutineFinished()
+      } else {
+        unsafeDowncast($0, to: CoroutineLoop.self).coroutineFinished()
+      }
+    }
+  }
+}
+
 /// Every live coroutine (created and not yet finished), for counts, dumps and the stall
 /// watchdog.
 ///
@@ -45,7 +88,7 @@ enum CoroutineRegistry {
 
   /// A coroutine was created: it is counted and listed, and its loop (`accounting`, looked up
   /// once by the caller: the cast searched the conformance tables) counts it.
-  static func coroutineCreated(_ coroutine: Coroutine, accounting: (any CoroutineAccounting)?) {
+  static func coroutineCreated(_ coroutine: Coroutine, accounting: AccountingLoop?) {
     link(coroutine)
     accounting?.coroutineCreated()
   }
@@ -60,7 +103,7 @@ enum CoroutineRegistry {
   }
 
   /// A coroutine finished (or will never run): it leaves the count and the list.
-  static func coroutineFinished(_ coroutine: Coroutine, accounting: (any CoroutineAccounting)?) {
+  static func coroutineFinished(_ coroutine: Coroutine, accounting: AccountingLoop?) {
     coroutine.registryEntry.fiber.store(0, ordering: .relaxed)
     unlink(coroutine, finished: true)
     accounting?.coroutineFinished()
