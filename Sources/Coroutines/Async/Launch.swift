@@ -115,9 +115,15 @@ func launchCoroutine<T>(
   let coroutine = Coroutine(
     scheduler: consume target, name: name, stackSize: size, sharedStack: shared
   ) {
-    // Not through `_withUnsafeGuaranteedRef`: returning the closure through its generic result
-    // reabstracted it, at two allocations.
-    unsafeDowncast(currentTaskAttachment().takeUnretainedValue(), to: CoTask<T>.self).runBody()
+    // The task unretained (the attachment holds it until the body has run), and the closure
+    // handed out through a local: returned through `_withUnsafeGuaranteedRef`'s generic result,
+    // it was reabstracted at two allocations, and `takeUnretainedValue()` cost a retain and a
+    // release of the task.
+    var publish: Optional<() -> Void> = nil
+    currentTaskAttachment()._withUnsafeGuaranteedRef {
+      publish = unsafeDowncast($0, to: CoTask<T>.self).runBody()
+    }
+    return publish!
   }
   let task = CoTask<T>(coroutine: consume coroutine, detached: detached, body: body)
   task.start()

@@ -38,16 +38,16 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   // out. One lock for the outcome and the family: the end of the body checks for children and
   // publishes under one acquisition.
   /// The parent, kept alive by its children until they have all finished. Touched without the
-  /// lock: only in `init`, `start` (before the coroutine is scheduled), `complete` (once, after
+  /// lock: only in `init`, `start` (before the coroutine is scheduled), `leaveParent` (once, after
   /// it finished) and `deinit`, which follow each other.
   @usableFromInline @exclusivity(unchecked) var parent: Optional<any TaskNode>
-  /// The children still running, in no order: a child is appended when adopted and leaves by
-  /// moving the last one into its place, so adopting and leaving cost O(1) with no hashing
-  /// (a dictionary hashed and probed, and with a million children missed the cache on every
-  /// probe). Unowned: a child leaves when it finishes, or in its `deinit` if its coroutine was
-  /// dropped unfinished, so every task here is alive, and the entries cost no retain or release
-  /// (links through the children themselves did, each read through `TaskNode` returning +1).
-  @usableFromInline @exclusivity(unchecked) var children: [ChildLink] = []
+  /// The children still running (see `ChildList`): adopting and leaving cost O(1) with no
+  /// hashing (a dictionary hashed and probed, and with a million children missed the cache on
+  /// every probe). Unowned: a child leaves when it finishes, or in its `deinit` if its coroutine
+  /// was dropped unfinished, so every task here is alive, and the entries cost no retain or
+  /// release (links through the children themselves did, each read through `TaskNode`
+  /// returning +1).
+  @usableFromInline @exclusivity(unchecked) var children = ChildList()
   /// This task's place in its parent's `children`, -1 when in none; touched only under the
   /// parent's `futureLock`.
   @usableFromInline @exclusivity(unchecked) var indexInParent = -1
@@ -80,6 +80,7 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
     if let parent { parent.removeChild(self) }
     // No lock: nothing else can reach the task any more.
     if futureState == .rejected, !futureObserved { reportUnobservedFailure() }
+    children.deallocate()
   }
 
   /// Reports the failure nobody observed. Out of line because the deinitialiser runs
@@ -109,7 +110,7 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
     // Strong references, taken under the lock while every child is still alive.
     let toCancel = futureLock.withLock { _ -> [any TaskNode] in
       childrenCancelled = true
-      return children.map { $0.node }
+      return children.nodes
     }
     toCancel.forEach { $0.cancel() }
   }
@@ -126,10 +127,19 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   /// so it needs no allocation.
   @inlinable
   func runBody() -> () -> Void {
-    guard let body else { preconditionFailure("a task's body ran twice") }
-    self.body = nil
+    // Moved out, not copied: a copy and a reset retained and released what the body captures.
+    var taken: Optional<() throws -> T> = nil
+    swap(&taken, &body)
+    guard let body = taken else { preconditionFailure("a task's body ran twice") }
     storeOutcome(Result { try body() })
-    return { self.finish() }
+    // The attachment's reference to this task moves into the closure: nothing asks for the
+    // attachment once the body has returned, and a new reference for the closure, besides
+    // the attachment's, cost a retain and a release of the task per launch.
+    var held: Optional<any TaskNode> = nil
+    swap(&held, &coroutine.attachment)
+    guard let held else { preconditionFailure("a task's coroutine lost its attachment") }
+    let task = unsafeDowncast(held as AnyObject, to: CoTask<T>.self)
+    return { task.finish() }
   }
 
   /// Publishes the body's outcome, stored by `runBody` (called once the coroutine is off its
@@ -199,11 +209,14 @@ func coroutineStillLive(_ coroutine: Coroutine) {
   accounting(of: coroutine.home)?.coroutineCreated()
 }
 
-/// A child in its parent's list, not retained (see `CoTask.children`).
+/// A child in its parent's list, not retained (see `CoTask.children`); nil for a child that left.
 @usableFromInline
 struct ChildLink {
-  @usableFromInline unowned(unsafe) let node: any TaskNode
-  @inlinable init(node: any TaskNode) { self.node = node }
+  @usableFromInline unowned(unsafe) let node: (any TaskNode)?
+  @inlinable init(node: (any TaskNode)?) { self.node = node }
+  /// True for a child that left. Read as bits: the first word is the child's address, zero
+  /// for nil, and reading `node` made a strong reference (a retain and a release).
+  var isEmpty: Bool { withUnsafeBytes(of: self) { $0.load(as: UInt.self) == 0 } }
 }
 
 /// A task as its parent and children see it, whatever its value type.
@@ -231,8 +244,7 @@ extension CoTask: TaskNode {
   func adopt(_ child: any TaskNode) -> Bool {
     futureLock.withLock { _ -> Bool in
       if childrenCancelled { return false }
-      child.indexInParent = children.count
-      children.append(ChildLink(node: child))
+      children.append(child)
       return true
     }
   }
@@ -254,14 +266,7 @@ extension CoTask: TaskNode {
   /// Inside `futureLock`.
   @usableFromInline
   func unlink(_ child: any TaskNode) {
-    let index = child.indexInParent
-    // A child born cancelled was never adopted, so it is in no list: leave the list alone.
-    guard index >= 0 else { return }
-    child.indexInParent = -1
-    let last = children.removeLast()
-    guard index < children.count else { return }
-    children[index] = last
-    last.node.indexInParent = index
+    children.remove(child)
   }
 
   @usableFromInline

@@ -24,17 +24,22 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   let home: any CoroutineScheduler
   /// Where the coroutine resumes now: `home`, except while it hops for `co_await(on:)`.
   private(set) var scheduler: any CoroutineScheduler {
-    didSet {
-      loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
+    get { away ?? home }
+    set {
+      isAway = (newValue as AnyObject) !== (home as AnyObject)
+      loop = (newValue as? CoroutineLoop).map(Unmanaged.passUnretained)
+      away = isAway ? newValue : nil
       schedulerChanges &+= 1
-      isAway = (scheduler as AnyObject) !== (home as AnyObject)
     }
   }
+  /// `scheduler` while it is not `home`: a second strong reference to `home` cost a retain of
+  /// the loop at each launch and a release at each destruction.
+  private var away: (any CoroutineScheduler)?
   /// `scheduler` when it is a loop, unretained (`scheduler` keeps it alive): enqueueing a
   /// resumption then costs no retain.
   private var loop: Unmanaged<CoroutineLoop>?
-  /// `home` as the loop that counts its coroutines, cast once: the cast is a conformance lookup.
-  private let accounting: (any CoroutineAccounting)?
+  /// `home` as the loop that counts its coroutines, cast once; unretained (see AccountingLoop).
+  private let accounting: AccountingLoop?
   /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
   private let waitWord = Atomic<UInt64>(0)
 
@@ -56,6 +61,22 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     case body(() -> (() -> Void))
     case completion(() -> Void)
     case none
+
+    /// The body, moved out rather than copied (a copy retained what it captured).
+    consuming func takeBody() -> (() -> (() -> Void))? {
+      switch consume self {
+      case .body(let body): return body
+      default: return nil
+      }
+    }
+
+    /// The closure that publishes the outcome, moved out rather than copied.
+    consuming func takeCompletion() -> (() -> Void)? {
+      switch consume self {
+      case .completion(let completion): return completion
+      default: return nil
+      }
+    }
   }
 
   /// How many times `scheduler` has changed: with the coroutine's address, a cheap key for
@@ -87,11 +108,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.stackSize = stackSize
     self.usesSharedStack = sharedStack
     self.home = scheduler
-    self.scheduler = scheduler
+    self.away = nil
     self.loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
     self.state = Atomic(.created)
     self.work = .body(body)
-    self.accounting = Coroutines.accounting(of: scheduler)
+    self.accounting = AccountingLoop(of: scheduler)
     CoroutineRegistry.coroutineCreated(self, accounting: accounting)
   }
 
@@ -326,13 +347,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       transition(.finish)
       giveBackFiber(fiber!)
       fiber = nil
-      let publish: (() -> Void)?
-      if case .completion(let completion) = work { publish = completion } else { publish = nil }
-      work = .none
+      let publish = takeWork()
       CoroutineRegistry.coroutineFinished(self, accounting: accounting)
-      publish?()
-      // The last use of `self`: its own reference may have been the only one left.
-      Unmanaged.passUnretained(self).release()
+      Self.retire(Unmanaged.passUnretained(self), publishing: publish)
       return .finished
     case .handBack:
       transition(.reschedule)  // ready to be run inline again; nothing is enqueued
@@ -340,12 +357,28 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     }
   }
 
+  /// Publishes a finished coroutine's outcome, then drops the reference it held to itself,
+  /// which may free it. Static, with the coroutine unmanaged: as a method naming `self` after
+  /// the publishing call, it retained and released the coroutine and the closure once more.
+  @inline(never)
+  private static func retire(_ coroutine: Unmanaged<Coroutine>, publishing work: consuming Work) {
+    if let publish = work.takeCompletion() { publish() }
+    coroutine.release()
+  }
+
   /// The body, on the coroutine's own stack.
   fileprivate func runBody() {
-    guard case .body(let body) = work else { preconditionFailure("a coroutine ran twice") }
-    work = .none
+    guard let body = takeWork().takeBody() else { preconditionFailure("a coroutine ran twice") }
     work = .completion(body())
     exit = .finish
+  }
+
+  /// Moves `work` out, leaving `.none`: a copy and a reset retained and released what it held.
+  @inline(__always)
+  private func takeWork() -> Work {
+    var taken = Work.none
+    swap(&taken, &work)
+    return taken
   }
 
   // MARK: Waiting (called on the coroutine's own stack)
@@ -524,5 +557,6 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 /// The first frame of every coroutine, called by the C trampoline on the new stack. It returns
 /// to the trampoline once the body is done, so no Swift frame is left on the stack.
 private let coroutineEntry: cu_fiber_entry = { argument in
-  Unmanaged<Coroutine>.fromOpaque(argument!).takeUnretainedValue().runBody()
+  // Unretained: the coroutine holds a reference to itself until it has finished.
+  Unmanaged<Coroutine>.fromOpaque(argument!)._withUnsafeGuaranteedRef { $0.runBody() }
 }

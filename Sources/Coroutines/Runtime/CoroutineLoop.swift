@@ -51,7 +51,14 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Timers made by ``schedule(after:_:)`` that have neither fired nor been cancelled: made
   /// and cancelled on any thread, so atomic.
   private let pendingTimers = Atomic<Int>(0)
-  private let liveCoroutines = Atomic<Int>(0)
+  /// The loop's live coroutines, as counted by other threads (see `liveCoroutines`).
+  private let remoteLive = Atomic<Int>(0)
+  /// The same, as counted on the loop's own thread while it runs (its coroutines are mostly
+  /// created and finished there): a plain counter, as an atomic's two locked instructions per
+  /// coroutine each waited for the stores before them. It may go below zero when a coroutine
+  /// counted elsewhere finishes here. Another thread that runs the loop later sees it through
+  /// `running`'s release and acquire.
+  @exclusivity(unchecked) private var localLive = 0
   private let running = Atomic<Bool>(false)
   /// True while `remoteJobs` or `remoteTimers` holds something: set under `lock` by other
   /// threads, cleared under `lock` by the loop, read without it so that a turn with nothing
@@ -168,10 +175,20 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
 
   // MARK: Accounting
 
-  func coroutineCreated() { liveCoroutines.add(1, ordering: .relaxed) }
+  func coroutineCreated() {
+    if isCurrent {
+      localLive &+= 1
+    } else {
+      remoteLive.add(1, ordering: .relaxed)
+    }
+  }
 
   func coroutineFinished() {
-    liveCoroutines.subtract(1, ordering: .releasing)
+    if isCurrent {
+      localLive &-= 1
+      return
+    }
+    remoteLive.subtract(1, ordering: .releasing)
     wakeUpIfElsewhere()
   }
 
@@ -181,6 +198,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       if sleeping { lock.signal() }
     }
   }
+
+  /// Coroutines of this loop created and not yet finished. Only on the loop's own thread.
+  private var liveCoroutines: Int { localLive &+ remoteLive.load(ordering: .acquiring) }
 
   // MARK: Running
 
@@ -293,7 +313,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     lock.lock()
     defer { lock.unlock() }
     guard remoteJobs.isEmpty, remoteTimers.isEmpty else { return true }
-    if liveCoroutines.load(ordering: .acquiring) == 0, sleepers == 0,
+    if liveCoroutines == 0, sleepers == 0,
       pendingTimers.load(ordering: .acquiring) == 0
     {
       return false
@@ -334,7 +354,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   ///
   /// Returns true when work arrived (or a timer fell due) and the loop should run it.
   private func spinForRemoteWork() -> Bool {
-    guard spinBudget > 0, liveCoroutines.load(ordering: .relaxed) > 0 else { return false }
+    guard spinBudget > 0, liveCoroutines > 0 else { return false }
     let start = monotonicNanoseconds()
     var end = start &+ spinBudget
     if let deadline = timers.firstDeadline {
@@ -348,7 +368,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       let now = monotonicNanoseconds()
       if now >= end { break }
       // Every coroutine finished (one may have finished on another thread): stop watching.
-      if liveCoroutines.load(ordering: .relaxed) == 0 { break }
+      if liveCoroutines == 0 { break }
       sched_yield()
     }
     spinBudget = spinBudget / 2 >= 1_000 ? spinBudget / 2 : 0

@@ -17,6 +17,49 @@ func accounting(of scheduler: any CoroutineScheduler) -> (any CoroutineAccountin
   return nil
 }
 
+/// The loop that counts a coroutine (see `CoroutineAccounting`), unretained: the coroutine's
+/// `home` is that loop and keeps it alive for as long as the coroutine lives. A strong
+/// reference cost a retain of the loop at creation and a release at destruction, and an
+/// `unowned(unsafe)` existential was retained and released around every call through it.
+struct AccountingLoop {
+  private let loop: Unmanaged<AnyObject>
+  private let isTestLoop: Bool
+
+  /// `home` as the loop that counts its coroutines, if it is one (class casts, as in
+  /// `accounting(of:)`).
+  init?(of home: any CoroutineScheduler) {
+    if let loop = home as? CoroutineLoop {
+      self.loop = Unmanaged.passUnretained(loop)
+      isTestLoop = false
+    } else if let testLoop = home as? CoroutineTestLoop {
+      self.loop = Unmanaged.passUnretained(testLoop)
+      isTestLoop = true
+    } else {
+      return nil
+    }
+  }
+
+  func coroutineCreated() {
+    loop._withUnsafeGuaranteedRef {
+      if isTestLoop {
+        unsafeDowncast($0, to: CoroutineTestLoop.self).coroutineCreated()
+      } else {
+        unsafeDowncast($0, to: CoroutineLoop.self).coroutineCreated()
+      }
+    }
+  }
+
+  func coroutineFinished() {
+    loop._withUnsafeGuaranteedRef {
+      if isTestLoop {
+        unsafeDowncast($0, to: CoroutineTestLoop.self).coroutineFinished()
+      } else {
+        unsafeDowncast($0, to: CoroutineLoop.self).coroutineFinished()
+      }
+    }
+  }
+}
+
 /// Every live coroutine (created and not yet finished), for counts, dumps and the stall
 /// watchdog.
 ///
@@ -26,7 +69,6 @@ func accounting(of scheduler: any CoroutineScheduler) -> (any CoroutineAccountin
 /// reference: a coroutine leaves its table when it finishes or, at the latest, in its `deinit`,
 /// and readers look at it only while holding the table's lock.
 enum CoroutineRegistry {
-  private static let live = Atomic<Int>(0)
   /// The tables, in one allocation that is never freed: reaching one costs no retain (an array
   /// of objects retained and released the shard on every link and unlink).
   // nonisolated(unsafe): each table is behind its own mutex, and the pointer never changes.
@@ -37,32 +79,18 @@ enum CoroutineRegistry {
   }()
   private static let shardCount = 16
 
-  static var liveCount: Int { live.load(ordering: .relaxed) }
-
-  static func coroutineCreated(on home: any CoroutineScheduler) {
-    coroutineCreated(accounting: accounting(of: home))
+  /// Coroutines created and not yet finished: each table counts its own under its lock, which
+  /// a link and an unlink take anyway (a process-wide atomic counter cost two locked
+  /// instructions per coroutine, on a line that every thread's coroutines contend for).
+  static var liveCount: Int {
+    (0..<shardCount).reduce(0) { sum, index in sum + shards[index].withLock { $0.live } }
   }
 
-  static func coroutineFinished(on home: any CoroutineScheduler) {
-    coroutineFinished(accounting: accounting(of: home))
-  }
-
-  /// The same, for a caller that has looked up its scheduler's accounting once already: the
-  /// protocol cast searches the runtime's conformance tables.
-  static func coroutineCreated(accounting: (any CoroutineAccounting)?) {
-    live.add(1, ordering: .relaxed)
-    accounting?.coroutineCreated()
-  }
-
-  static func coroutineFinished(accounting: (any CoroutineAccounting)?) {
-    live.subtract(1, ordering: .relaxed)
-    accounting?.coroutineFinished()
-  }
-
-  /// A coroutine was created: it is counted and listed.
-  static func coroutineCreated(_ coroutine: Coroutine, accounting: (any CoroutineAccounting)?) {
+  /// A coroutine was created: it is counted and listed, and its loop (`accounting`, looked up
+  /// once by the caller: the cast searched the conformance tables) counts it.
+  static func coroutineCreated(_ coroutine: Coroutine, accounting: AccountingLoop?) {
     link(coroutine)
-    coroutineCreated(accounting: accounting)
+    accounting?.coroutineCreated()
   }
 
   /// The coroutine is about to run on `fiber` for the first time: the fiber learns its name,
@@ -75,15 +103,16 @@ enum CoroutineRegistry {
   }
 
   /// A coroutine finished (or will never run): it leaves the count and the list.
-  static func coroutineFinished(_ coroutine: Coroutine, accounting: (any CoroutineAccounting)?) {
+  static func coroutineFinished(_ coroutine: Coroutine, accounting: AccountingLoop?) {
     coroutine.registryEntry.fiber.store(0, ordering: .relaxed)
-    unlink(coroutine)
-    coroutineFinished(accounting: accounting)
+    unlink(coroutine, finished: true)
+    accounting?.coroutineFinished()
   }
 
-  /// Called from `deinit`: a coroutine dropped without finishing must not stay in a list.
+  /// Called from `deinit`: a coroutine dropped without finishing must not stay in a list. It
+  /// still counts as live: it was created and never finished.
   static func coroutineDestroyed(_ coroutine: Coroutine) {
-    unlink(coroutine)
+    unlink(coroutine, finished: false)
   }
 
   // MARK: The lists
@@ -113,10 +142,17 @@ enum CoroutineRegistry {
     coroutine.registryEntry.slot.store(slot, ordering: .relaxed)
   }
 
-  private static func unlink(_ coroutine: Coroutine) {
-    let slot = coroutine.registryEntry.slot.exchange(-1, ordering: .relaxed)
-    guard slot >= 0 else { return }
-    shards[shard(of: address(coroutine))].withLock { $0.remove(at: slot) }
+  private static func unlink(_ coroutine: Coroutine, finished: Bool) {
+    // A load and a store, not an exchange: only the coroutine's own code writes its slot, and
+    // a locked instruction there, right after the stores that retire a coroutine, waited for
+    // all of them to drain.
+    let slot = coroutine.registryEntry.slot.load(ordering: .relaxed)
+    if slot >= 0 { coroutine.registryEntry.slot.store(-1, ordering: .relaxed) }
+    guard slot >= 0 || finished else { return }
+    shards[shard(of: address(coroutine))].withLock { slots in
+      if slot >= 0 { slots.remove(at: slot) }
+      if finished { slots.live -= 1 }
+    }
   }
 
   /// A snapshot of every live coroutine. Each list is read under its lock; the stack depth is
@@ -157,6 +193,10 @@ private struct Slots: ~Copyable {
   private(set) var count = 0
   /// The first free slot, -1 for none.
   private var firstFree = -1
+  /// Coroutines of this table created and not yet finished (see `CoroutineRegistry.liveCount`):
+  /// one more at each insert, one fewer when a coroutine finishes. One dropped unfinished
+  /// leaves the table but stays counted.
+  var live = 0
 
   init() {}
 
@@ -167,6 +207,7 @@ private struct Slots: ~Copyable {
   subscript(index: Int) -> UInt { addresses![index] }
 
   mutating func insert(_ address: UInt) -> Int {
+    live += 1
     guard firstFree >= 0 else {
       if count == capacity { grow() }
       addresses![count] = address

@@ -1,0 +1,147 @@
+/// The children a task is waiting for, each in the place it was given when adopted.
+///
+/// Places count up for the parent's whole life and a child keeps its place until it leaves, so
+/// a child that leaves touches only itself and its slot: the list drops empty slots at its
+/// ends by moving its bounds. Children that finish in the order they were launched (the usual
+/// case: a million launched at once run in that order) or in the opposite order leave no hole.
+/// Moving the last child into the leaving one's place, as the list did before, wrote to a task
+/// launched long before or after, cold by then, for every child that left.
+///
+/// Holes left by children that finish out of order are squeezed out when the storage fills,
+/// renumbering the children still in it, and only when they are at least half of it: each
+/// adoption pays for one renumbering at most.
+///
+/// Raw storage, header and slots in one allocation: a class reference read from the task and
+/// held across the calls through `TaskNode` was retained and released around them. Touched
+/// only under the parent's `futureLock`. The task frees the storage in its deinitialiser (as a
+/// noncopyable type with a deinitialiser of its own, the list crashed the optimiser).
+@usableFromInline
+struct ChildList {
+  @usableFromInline var storage: UnsafeMutablePointer<ChildHeader>?
+
+  @inlinable init() { storage = nil }
+
+  /// Frees the storage; the list must not be used again.
+  func deallocate() { storage?.deallocate() }
+
+  /// True when no child is in the list.
+  @inlinable var isEmpty: Bool { storage.map { $0.pointee.live == 0 } ?? true }
+
+  /// How many children are in the list.
+  var count: Int { storage?.pointee.live ?? 0 }
+
+  /// Slots between the list's bounds, in use or emptied (for tests).
+  var span: Int { storage.map { $0.pointee.end - $0.pointee.head } ?? 0 }
+
+  /// Slots the storage holds (for tests).
+  var capacity: Int { storage?.pointee.capacity ?? 0 }
+
+  /// Adds `child` at the next place and records that place in it.
+  mutating func append(_ child: any TaskNode) {
+    if storage == nil { storage = Self.allocate(capacity: 16) }
+    if storage!.pointee.end == storage!.pointee.capacity { makeRoom() }
+    let header = storage!
+    child.indexInParent = header.pointee.base + header.pointee.end
+    (Self.slots(header) + header.pointee.end).initialize(to: ChildLink(node: child))
+    header.pointee.end += 1
+    header.pointee.live += 1
+  }
+
+  /// Takes `child` out, if it is in the list (a child born cancelled was never adopted).
+  func remove(_ child: any TaskNode) {
+    let place = child.indexInParent
+    guard place >= 0 else { return }
+    child.indexInParent = -1
+    guard let header = storage else { preconditionFailure("a child left a list it was not in") }
+    let slots = Self.slots(header)
+    precondition(
+      place >= header.pointee.base + header.pointee.head
+        && place < header.pointee.base + header.pointee.end,
+      "a child left a list it was not in")
+    slots[place - header.pointee.base] = ChildLink(node: nil)
+    header.pointee.live -= 1
+    if header.pointee.live == 0 {
+      // Places restart from zero: no child holds one any more.
+      header.pointee = ChildHeader(capacity: header.pointee.capacity)
+      return
+    }
+    while slots[header.pointee.head].isEmpty { header.pointee.head += 1 }
+    while slots[header.pointee.end - 1].isEmpty { header.pointee.end -= 1 }
+  }
+
+  /// Strong references to every child in the list.
+  var nodes: [any TaskNode] {
+    guard let header = storage else { return [] }
+    let slots = Self.slots(header)
+    return (header.pointee.head..<header.pointee.end).compactMap { slots[$0].node }
+  }
+
+  /// Frees the end of a full storage: drops the empty slots before the first child if they
+  /// are at least half of it (moving slots, not renumbering children), else squeezes the holes
+  /// out if they are at least half of it, else moves to storage twice as large.
+  private mutating func makeRoom() {
+    let header = storage!
+    let slots = Self.slots(header)
+    let capacity = header.pointee.capacity
+    let head = header.pointee.head
+    if head * 2 >= capacity || header.pointee.live * 2 > capacity {
+      // Either way places stay, so no child is touched.
+      let target = head * 2 >= capacity ? header : Self.allocate(capacity: capacity * 2)
+      let count = header.pointee.end - head
+      Self.slots(target).moveInitialize(from: slots + head, count: count)
+      target.pointee.base = header.pointee.base + head
+      target.pointee.head = 0
+      target.pointee.end = count
+      target.pointee.live = header.pointee.live
+      if target != header {
+        header.deallocate()
+        storage = target
+      }
+      return
+    }
+    let base = header.pointee.base + head
+    var kept = 0
+    for index in head..<header.pointee.end {
+      guard let node = slots[index].node else { continue }
+      node.indexInParent = base + kept
+      slots[kept] = slots[index]
+      kept += 1
+    }
+    header.pointee.base = base
+    header.pointee.head = 0
+    header.pointee.end = kept
+  }
+
+  private static func allocate(capacity: Int) -> UnsafeMutablePointer<ChildHeader> {
+    let bytes = MemoryLayout<ChildHeader>.stride + capacity * MemoryLayout<ChildLink>.stride
+    let raw = UnsafeMutableRawPointer.allocate(
+      byteCount: bytes, alignment: MemoryLayout<ChildHeader>.alignment)
+    let header = raw.bindMemory(to: ChildHeader.self, capacity: 1)
+    header.initialize(to: ChildHeader(capacity: capacity))
+    (raw + MemoryLayout<ChildHeader>.stride).bindMemory(to: ChildLink.self, capacity: capacity)
+    return header
+  }
+
+  private static func slots(_ header: UnsafeMutablePointer<ChildHeader>)
+    -> UnsafeMutablePointer<ChildLink>
+  {
+    UnsafeMutableRawPointer(header + 1).assumingMemoryBound(to: ChildLink.self)
+  }
+}
+
+/// The bounds and counts of a `ChildList`, before its slots.
+@usableFromInline
+struct ChildHeader {
+  /// The place of the first slot.
+  var base = 0
+  /// Slots before this one are empty.
+  var head = 0
+  /// Slots from this one on are unused.
+  var end = 0
+  /// Children in the list.
+  @usableFromInline var live = 0
+  /// Slots after the header.
+  let capacity: Int
+
+  init(capacity: Int) { self.capacity = capacity }
+}
