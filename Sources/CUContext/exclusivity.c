@@ -106,6 +106,11 @@ void **cu_exclusivity_find_head(void) {
   return (void **)((char *)scan.block + head_offset);
 }
 
+void cu_exclusivity_force_runtime_swaps(int force) {
+  if (!cu_thread.prepared) cu_prepare_thread();
+  cu_thread.exclusivity_head = force ? &not_found : cu_exclusivity_find_head();
+}
+
 int cu_exclusivity_swap_skippable(void) {
   pthread_once(&head_once, locate_head);
   return head_found;

@@ -64,6 +64,18 @@ import Testing
   /// A coroutine resumed while its resumer holds an access: the coroutine's own access, still
   /// open when it parks, must leave with it, and the resumer's must stay with the thread.
   @Test func aCoroutineResumedFromInsideAnAccessTakesOnlyItsOwnAccessAlong() throws {
+    try Self.resumeFromInsideAnAccess()
+  }
+
+  /// The same where the shim cannot see the thread's access set and swaps through the runtime
+  /// on every switch: the fallback must keep each access with its owner too.
+  @Test func switchesThatAlwaysCallTheRuntimeKeepAccessesApart() throws {
+    cu_exclusivity_force_runtime_swaps(1)
+    defer { cu_exclusivity_force_runtime_swaps(0) }
+    try Self.resumeFromInsideAnAccess()
+  }
+
+  static func resumeFromInsideAnAccess() throws {
     let outer = Counter()
     let inner = Counter()
     let numbers = co_sequence { (yield: CoYield<Int>) in

@@ -186,6 +186,10 @@ void *_Nullable cu_tls_current_loop_or_test_loop(void);
 /// exclusivity access in flight, and so skip swapping the access sets; 0 when every switch swaps.
 int cu_exclusivity_swap_skippable(void);
 
+/// For tests: 1 makes every switch on the calling thread swap the access sets through the
+/// runtime, as on a runtime whose set the shim cannot find; 0 goes back to skipping when it can.
+void cu_exclusivity_force_runtime_swaps(int force);
+
 // A one-word lock for short critical sections (channels, generators). Uncontended, taking and
 // releasing it is one atomic instruction each, inlined into the caller; a pthread mutex costs
 // two calls and about 50 instructions per pair. Contended, a taker spins briefly and then
