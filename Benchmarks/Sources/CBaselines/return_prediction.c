@@ -16,8 +16,8 @@ enum { spanning_stack_size = 64 * 1024 };
 static void *driver_stack_pointer, *coroutine_stack_pointer;
 static int spanning_frames;
 
-// `frames` plain frames, then the switch; each frame returns only after the other side switched
-// back. The empty asm keeps the compiler from turning the recursion into a loop or a tail call.
+// The function itself and `frames` more plain frames, then the switch; each returns only after
+// the other side switched back. The empty asm keeps the compiler from turning the recursion into a loop or a tail call.
 __attribute__((noinline)) static void driver_side(int frames) {
   if (frames > 0) {
     driver_side(frames - 1);

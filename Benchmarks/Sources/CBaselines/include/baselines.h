@@ -12,9 +12,9 @@ double baseline_swapcontext_round_trip_ns(long round_trips, int repetitions);
 /// `repetitions` runs. Returns a negative number where no such switch exists (not x86_64).
 double baseline_register_switch_round_trip_ns(long round_trips, int repetitions);
 
-/// The bare register switch with `frames` plain C frames entered before it and returned from
+/// The bare register switch with `1 + extra` plain C frames entered before it and returned from
 /// after it on each side: what a frame spanning a switch costs. -1 where there is no such switch.
-double baseline_register_switch_spanning_ns(int frames, long round_trips, int repetitions);
+double baseline_register_switch_spanning_ns(int extra, long round_trips, int repetitions);
 
 /// Nanoseconds on the monotonic clock.
 unsigned long long baseline_now_ns(void);
