@@ -94,6 +94,9 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   @exclusivity(unchecked) private var lastClass: Unmanaged<SizeClass>?
   @exclusivity(unchecked) private var pooledTotal = 0
   @exclusivity(unchecked) private var mappedTotal = 0
+  /// Each thread's `StackCache`; a field rather than a static, whose every read went through
+  /// `swift_once`.
+  private let cacheKey = StackCache.makeKey()
   /// Every thread's cache that was ever bound (retained; a thread that exits takes its own out).
   @exclusivity(unchecked) private var caches: [Unmanaged<StackCache>] = []
 
@@ -115,7 +118,7 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   /// holds (no lock), else from the pool or freshly mapped.
   @inline(__always)
   func take(size: Int) throws(CoroutineError) -> OpaquePointer {
-    if let cache = StackCache.current,
+    if let cache = StackCache.current(cacheKey),
       let fiber = cache._withUnsafeGuaranteedRef({ $0.take(size: size) })
     {
       return fiber
@@ -234,7 +237,7 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   /// its slab until its memory is given back.
   @inline(__always)
   func give(_ fiber: OpaquePointer, size: Int) {
-    if let cache = StackCache.current,
+    if let cache = StackCache.current(cacheKey),
       cache._withUnsafeGuaranteedRef({ $0.give(fiber, size: size) })
     {
       return
@@ -246,7 +249,7 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   /// fiber there if the pool has room for it.
   @inline(never)
   private func giveToPool(_ fiber: OpaquePointer, size: Int) {
-    let cache = StackCache.current ?? StackCache.makeCurrent()
+    let cache = StackCache.current(cacheKey) ?? StackCache.makeCurrent(cacheKey)
     let empty = mutex.withLock { _ -> Slab? in
       sizeClass(size)._withUnsafeGuaranteedRef { sizeClass -> Slab? in
         if bind(cache, to: size, in: sizeClass, keeping: fiber) { return nil }
@@ -561,19 +564,20 @@ final class StackCache: @unchecked Sendable {  // `word` is atomic; `size` see b
 
   /// The calling thread's cache, if it has one (unretained: the thread holds it until it exits).
   @inline(__always)
-  static var current: Unmanaged<StackCache>? {
+  static func current(_ key: pthread_key_t) -> Unmanaged<StackCache>? {
     pthread_getspecific(key).map { Unmanaged<StackCache>.fromOpaque($0) }
   }
 
   /// Gives the calling thread a cache (it has none yet).
-  static func makeCurrent() -> Unmanaged<StackCache> {
+  static func makeCurrent(_ key: pthread_key_t) -> Unmanaged<StackCache> {
     let cache = Unmanaged.passRetained(StackCache())
     pthread_setspecific(key, cache.toOpaque())
     return cache
   }
 
-  /// The thread's cache; when the thread exits, its fiber goes back to the pool.
-  private static let key: pthread_key_t = {
+  /// The key of the threads' caches; when a thread exits, its cache's fiber goes back to the
+  /// pool.
+  static func makeKey() -> pthread_key_t {
     var key = pthread_key_t()
     let status = pthread_key_create(&key) { raw in
       guard let raw else { return }
@@ -581,7 +585,7 @@ final class StackCache: @unchecked Sendable {  // `word` is atomic; `size` see b
     }
     precondition(status == 0, "StackPool: pthread_key_create failed (\(status))")
     return key
-  }()
+  }
 }
 
 /// One slab's slots as the pool sees them. Touched only under the pool's mutex (unchecked
