@@ -107,12 +107,14 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.name = name
     self.stackSize = stackSize
     self.usesSharedStack = sharedStack
-    self.home = scheduler
     self.away = nil
     self.loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
     self.state = Atomic(.created)
-    self.work = .body(body)
     self.accounting = AccountingLoop(of: scheduler)
+    // Moved in, not copied: a copy made the specialised body retain them and its caller's
+    // thunk release them again (a pair of calls each per launch).
+    self.work = .body(consume body)
+    self.home = consume scheduler
     CoroutineRegistry.coroutineCreated(self, accounting: accounting)
   }
 

@@ -94,6 +94,11 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   @exclusivity(unchecked) private var lastClass: Unmanaged<SizeClass>?
   @exclusivity(unchecked) private var pooledTotal = 0
   @exclusivity(unchecked) private var mappedTotal = 0
+  /// Each thread's `StackCache`; a field rather than a static, whose every read went through
+  /// `swift_once`.
+  private let cacheKey = StackCache.makeKey()
+  /// Every thread's cache that was ever bound (retained; a thread that exits takes its own out).
+  @exclusivity(unchecked) private var caches: [Unmanaged<StackCache>] = []
 
   /// How many stacks of `size` usable bytes one slab holds: up to 64, in at most 64 MiB of
   /// address space (pages are committed only when touched, so this costs no memory).
@@ -109,8 +114,21 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
     case none(SizeClass)
   }
 
-  /// A fiber with at least `size` usable bytes of stack, from the pool or freshly mapped.
+  /// A fiber with at least `size` usable bytes of stack: the one the calling thread's cache
+  /// holds (no lock), else from the pool or freshly mapped.
+  @inline(__always)
   func take(size: Int) throws(CoroutineError) -> OpaquePointer {
+    if let cache = StackCache.current(cacheKey),
+      let fiber = cache._withUnsafeGuaranteedRef({ $0.take(size: size) })
+    {
+      return fiber
+    }
+    return try takeFromPool(size: size)
+  }
+
+  /// `take` past the thread's cache, under the mutex.
+  @inline(never)
+  private func takeFromPool(size: Int) throws(CoroutineError) -> OpaquePointer {
     let found = mutex.withLock { _ -> Found in
       sizeClass(size)._withUnsafeGuaranteedRef { sizeClass -> Found in
         if let fiber = sizeClass.ready.popLast() {
@@ -214,24 +232,143 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
     throw .stackAllocationFailed(size: size, errno: failure)
   }
 
-  /// Returns a finished fiber: ready for reuse while the pool has room for its size, else idle
-  /// in its slab until its memory is given back.
+  /// Returns a finished fiber: to the calling thread's cache if it is bound to its size and
+  /// empty (no lock); else ready for reuse while the pool has room for its size, else idle in
+  /// its slab until its memory is given back.
+  @inline(__always)
   func give(_ fiber: OpaquePointer, size: Int) {
+    if let cache = StackCache.current(cacheKey),
+      cache._withUnsafeGuaranteedRef({ $0.give(fiber, size: size) })
+    {
+      return
+    }
+    giveToPool(fiber, size: size)
+  }
+
+  /// `give` past the thread's cache, under the mutex: binds the cache to `size` and keeps the
+  /// fiber there if the pool has room for it.
+  @inline(never)
+  private func giveToPool(_ fiber: OpaquePointer, size: Int) {
+    let cache = StackCache.current(cacheKey) ?? StackCache.makeCurrent(cacheKey)
     let empty = mutex.withLock { _ -> Slab? in
       sizeClass(size)._withUnsafeGuaranteedRef { sizeClass -> Slab? in
-        sizeClass.inUse -= 1
-        pooledTotal += 1
-        if sizeClass.ready.count < CoroutineStack.poolCapacity {
-          sizeClass.ready.append(fiber)
-          return nil
-        }
-        let slab = makeIdle(fiber, in: sizeClass)
-        if sizeClass.idleCount > CoroutineStack.poolCapacity { releaseIdle(in: sizeClass) }
-        return slab
+        if bind(cache, to: size, in: sizeClass, keeping: fiber) { return nil }
+        return pool(fiber, in: sizeClass)
       }
     }
     if let empty { cu_stack_slab_free(empty.pointer) }
   }
+
+  /// A fiber that was in use (or cached) goes to the ready list or idle in its slab; returns
+  /// the slab if that left it empty. Under `mutex`.
+  private func pool(_ fiber: OpaquePointer, in sizeClass: SizeClass) -> Slab? {
+    sizeClass.inUse -= 1
+    pooledTotal += 1
+    // The caches bound to this size count against the ready list's room: together they keep
+    // at most `poolCapacity` fibers.
+    if sizeClass.ready.count + sizeClass.caches < CoroutineStack.poolCapacity {
+      sizeClass.ready.append(fiber)
+      return nil
+    }
+    let slab = makeIdle(fiber, in: sizeClass)
+    if sizeClass.idleCount > CoroutineStack.poolCapacity { releaseIdle(in: sizeClass) }
+    return slab
+  }
+
+  // MARK: Thread caches
+
+  /// Binds `cache` (the calling thread's) to `size` and puts `fiber` in it, if the cache holds
+  /// no fiber and the size's ready list and caches have room for one more; false otherwise.
+  /// Under `mutex`. A cache bound to another size leaves it first.
+  private func bind(
+    _ cache: Unmanaged<StackCache>, to size: Int, in sizeClass: SizeClass,
+    keeping fiber: OpaquePointer
+  ) -> Bool {
+    cache._withUnsafeGuaranteedRef { cache -> Bool in
+      let word = cache.word.load(ordering: .relaxed)
+      guard word <= StackCache.empty else { return false }  // holds a fiber: leave it be
+      if word == StackCache.empty, cache.size != size {
+        // Its own thread is the caller, and the mutex keeps trimmers out: nothing changes it.
+        cache.word.store(StackCache.unbound, ordering: .relaxed)
+        classes[cache.size]?.caches -= 1
+      } else if word == StackCache.empty {
+        sizeClass.caches -= 1  // bound to this size already: rebound below
+      }
+      guard sizeClass.ready.count + sizeClass.caches < CoroutineStack.poolCapacity else {
+        cache.word.store(StackCache.unbound, ordering: .relaxed)
+        return false
+      }
+      if !cache.isListed {
+        cache.isListed = true
+        caches.append(Unmanaged.passRetained(cache))
+      }
+      sizeClass.caches += 1
+      cache.size = size
+      // Still counted in use (see `cachedCount`); the thread's next take finds it.
+      cache.word.store(UInt(bitPattern: Int(bitPattern: fiber)), ordering: .releasing)
+      return true
+    }
+  }
+
+  /// Unbinds every thread's cache bound to `sizeClass`'s size, moving any fiber it holds to
+  /// the ready list (the caller trims it). Under `mutex`; their threads then find their caches
+  /// unbound and come here to bind them again.
+  private func unbindCaches(of sizeClass: SizeClass, size: Int) {
+    for cache in caches {
+      cache._withUnsafeGuaranteedRef { cache in
+        guard cache.size == size else { return }
+        let word = cache.word.exchange(StackCache.unbound, ordering: .acquiringAndReleasing)
+        guard word != StackCache.unbound else { return }
+        sizeClass.caches -= 1
+        if word != StackCache.empty {
+          sizeClass.inUse -= 1
+          pooledTotal += 1
+          sizeClass.ready.append(OpaquePointer(bitPattern: word)!)
+        }
+      }
+    }
+  }
+
+  /// A thread that exits gives back what its cache holds and leaves the list.
+  fileprivate func forget(_ cache: Unmanaged<StackCache>) {
+    let empty = mutex.withLock { _ -> Slab? in
+      if let index = caches.firstIndex(where: { $0.toOpaque() == cache.toOpaque() }) {
+        caches.remove(at: index).release()  // the list's reference
+      }
+      return cache._withUnsafeGuaranteedRef { cache -> Slab? in
+        let word = cache.word.exchange(StackCache.unbound, ordering: .acquiringAndReleasing)
+        guard word != StackCache.unbound, let sizeClass = classes[cache.size] else { return nil }
+        sizeClass.caches -= 1
+        guard word != StackCache.empty else { return nil }
+        return pool(OpaquePointer(bitPattern: word)!, in: sizeClass)
+      }
+    }
+    cache.release()  // the thread's reference
+    if let empty { cu_stack_slab_free(empty.pointer) }
+  }
+
+  /// Fibers of `size` held by threads' caches: finished, so pooled, although `inUse` counts
+  /// them (a thread moves them in and out without the mutex). Under `mutex`; exact once the
+  /// threads using the size are quiet.
+  private func cachedCount(size: Int) -> Int {
+    caches.reduce(0) { count, cache in
+      cache._withUnsafeGuaranteedRef {
+        $0.size == size && $0.word.load(ordering: .acquiring) > StackCache.empty ? count + 1 : count
+      }
+    }
+  }
+
+  /// Fibers of any size held by threads' caches. Under `mutex`.
+  private var cachedTotal: Int {
+    caches.reduce(0) { count, cache in
+      cache._withUnsafeGuaranteedRef {
+        $0.word.load(ordering: .acquiring) > StackCache.empty ? count + 1 : count
+      }
+    }
+  }
+
+  /// Fibers of one size in threads' caches (for tests).
+  func cachedFiberCount(size: Int) -> Int { mutex.withLock { _ in cachedCount(size: size) } }
 
   /// Moves a pooled fiber out of the ready list's reach into its slab; returns the slab if that
   /// left it empty (it is then forgotten, for the caller to unmap). Under `mutex`.
@@ -287,11 +424,12 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   }
 
   /// Keeps at most `limit` finished fibers of each size; the memory of the others goes back to
-  /// the system (their slabs are unmapped once empty).
+  /// the system (their slabs are unmapped once empty). Threads' caches are emptied and unbound
+  /// (they bind again, within `poolCapacity`, when their threads next give a fiber back).
   func trim(toPerSize limit: Int) {
     let empty = mutex.withLock { _ -> [Slab] in
       var empty: [Slab] = []
-      for sizeClass in classes.values { trim(sizeClass, to: limit, freeing: &empty) }
+      for (size, sizeClass) in classes { trim(sizeClass, size: size, to: limit, freeing: &empty) }
       return empty
     }
     empty.forEach { cu_stack_slab_free($0.pointer) }
@@ -302,7 +440,7 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   func trim(size: Int, to limit: Int) {
     let empty = mutex.withLock { _ -> [Slab] in
       var empty: [Slab] = []
-      if let sizeClass = classes[size] { trim(sizeClass, to: limit, freeing: &empty) }
+      if let sizeClass = classes[size] { trim(sizeClass, size: size, to: limit, freeing: &empty) }
       return empty
     }
     empty.forEach { cu_stack_slab_free($0.pointer) }
@@ -310,7 +448,10 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
 
   /// Under `mutex`: keeps at most `limit` pooled stacks of `sizeClass`, collecting the slabs
   /// left empty, to be unmapped once the mutex is dropped.
-  private func trim(_ sizeClass: SizeClass, to limit: Int, freeing empty: inout [Slab]) {
+  private func trim(
+    _ sizeClass: SizeClass, size: Int, to limit: Int, freeing empty: inout [Slab]
+  ) {
+    unbindCaches(of: sizeClass, size: size)
     while sizeClass.ready.count > limit, let fiber = sizeClass.ready.popLast() {
       if let slab = makeIdle(fiber, in: sizeClass) { empty.append(slab) }
     }
@@ -341,16 +482,20 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   }
 
   /// Pooled fibers (ready or idle), all sizes.
-  var pooledCount: Int { mutex.withLock { _ in pooledTotal } }
+  var pooledCount: Int { mutex.withLock { _ in pooledTotal + cachedTotal } }
   /// Mapped fibers (in use or pooled), all sizes.
   var mappedCount: Int { mutex.withLock { _ in mappedTotal } }
   /// Pooled fibers (ready or idle) of one size.
   func pooledCount(size: Int) -> Int {
-    mutex.withLock { _ in classes[size].map { $0.ready.count + $0.idleCount } ?? 0 }
+    mutex.withLock { _ in
+      classes[size].map { $0.ready.count + $0.idleCount + cachedCount(size: size) } ?? 0
+    }
   }
   /// Fibers of one size in use by live coroutines (mapped and not pooled), read at one moment
   /// so that a concurrent trim cannot skew it.
-  func inUseCount(size: Int) -> Int { mutex.withLock { _ in classes[size]?.inUse ?? 0 } }
+  func inUseCount(size: Int) -> Int {
+    mutex.withLock { _ in classes[size].map { $0.inUse - cachedCount(size: size) } ?? 0 }
+  }
   /// Mapped fibers of one size (in use or pooled).
   func mappedCount(size: Int) -> Int {
     mutex.withLock { _ in classes[size].map { $0.inUse + $0.ready.count + $0.idleCount } ?? 0 }
@@ -369,6 +514,78 @@ private final class SizeClass: @unchecked Sendable {  // touched only under the 
   @exclusivity(unchecked) var inUse = 0
   /// Fibers idle in their slabs, holding memory until released.
   @exclusivity(unchecked) var idleCount = 0
+  /// Threads' caches bound to this size (each may hold one fiber, counted in `inUse`).
+  @exclusivity(unchecked) var caches = 0
+}
+
+/// One thread's cache of one finished fiber, in front of the pool's mutex: a coroutine that
+/// finishes on a thread and the next one started there swap its stack with one
+/// compare-and-swap each, instead of taking and dropping the mutex twice (four locked
+/// instructions, and the pool's bookkeeping).
+///
+/// Only its own thread puts a fiber in or takes one out, and binds it to a size (under the
+/// pool's mutex). Another thread, holding the mutex, may only unbind it (trimming the pool),
+/// emptying it in one exchange: the owner's next compare-and-swap then fails and it goes to the
+/// pool. A cached fiber stays counted in its size class's `inUse` (its thread moves it without
+/// the mutex) and the counts read the caches to report it as pooled. The caches bound to a size
+/// count against its ready list's room, so the pool still holds at most twice
+/// ``CoroutineStack/poolCapacity`` finished stacks of a size.
+final class StackCache: @unchecked Sendable {  // `word` is atomic; `size` see below
+  /// `unbound`, `empty` (bound to `size`), or the address of a cached fiber of `size`.
+  let word = Atomic<UInt>(StackCache.unbound)
+  /// The size it is bound to: written by its own thread under the pool's mutex, read by that
+  /// thread and by others under the mutex.
+  @exclusivity(unchecked) var size = 0
+  /// In the pool's list (under the pool's mutex).
+  @exclusivity(unchecked) var isListed = false
+
+  static let unbound: UInt = 0
+  static let empty: UInt = 1
+
+  /// The cached fiber if the cache is bound to `size` and holds one. Its own thread only.
+  @inline(__always)
+  func take(size: Int) -> OpaquePointer? {
+    guard self.size == size else { return nil }
+    let fiber = word.load(ordering: .relaxed)
+    guard fiber > Self.empty,
+      word.compareExchange(expected: fiber, desired: Self.empty, ordering: .acquiring).exchanged
+    else { return nil }
+    return OpaquePointer(bitPattern: fiber)
+  }
+
+  /// Keeps `fiber` if the cache is bound to `size` and empty. Its own thread only.
+  @inline(__always)
+  func give(_ fiber: OpaquePointer, size: Int) -> Bool {
+    guard self.size == size else { return false }
+    return word.compareExchange(
+      expected: Self.empty, desired: UInt(bitPattern: Int(bitPattern: fiber)), ordering: .releasing
+    ).exchanged
+  }
+
+  /// The calling thread's cache, if it has one (unretained: the thread holds it until it exits).
+  @inline(__always)
+  static func current(_ key: pthread_key_t) -> Unmanaged<StackCache>? {
+    pthread_getspecific(key).map { Unmanaged<StackCache>.fromOpaque($0) }
+  }
+
+  /// Gives the calling thread a cache (it has none yet).
+  static func makeCurrent(_ key: pthread_key_t) -> Unmanaged<StackCache> {
+    let cache = Unmanaged.passRetained(StackCache())
+    pthread_setspecific(key, cache.toOpaque())
+    return cache
+  }
+
+  /// The key of the threads' caches; when a thread exits, its cache's fiber goes back to the
+  /// pool.
+  static func makeKey() -> pthread_key_t {
+    var key = pthread_key_t()
+    let status = pthread_key_create(&key) { raw in
+      guard let raw else { return }
+      StackPool.shared.forget(Unmanaged<StackCache>.fromOpaque(raw))
+    }
+    precondition(status == 0, "StackPool: pthread_key_create failed (\(status))")
+    return key
+  }
 }
 
 /// One slab's slots as the pool sees them. Touched only under the pool's mutex (unchecked
