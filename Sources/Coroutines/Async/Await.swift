@@ -170,7 +170,9 @@ extension Coroutine {
   /// it until it switches back), and its fiber to suspend, after which the scheduler runs it
   /// again behind the jobs already queued.
   @usableFromInline
-  static func fiberToYieldCurrent() throws -> (coroutine: Unmanaged<Coroutine>, fiber: OpaquePointer) {
+  static func fiberToYieldCurrent() throws -> (
+    coroutine: Unmanaged<Coroutine>, fiber: OpaquePointer
+  ) {
     let running = try requireCurrentUnretained()
     return try running._withUnsafeGuaranteedRef { coroutine in
       if coroutine.isCancelled { throw CancellationError() }
