@@ -60,13 +60,8 @@ import Testing
       }
     } whileItLives: {
       // The loop's thread still lives: its cache holds the stack.
-      #expect(StackPool.shared.cachedFiberCount(size: size) == 1)
-      #expect(StackPool.shared.pooledCount(size: size) == 1)
-      #expect(StackPool.shared.inUseCount(size: size) == 0)
       #expect(TestStacks.allReturned(size: size))
-      StackPool.shared.trim(size: size, to: 0)
-      #expect(StackPool.shared.cachedFiberCount(size: size) == 0)
-      #expect(StackPool.shared.mappedCount(size: size) == 0)
+      Self.expectOneCachedStackThatTrimmingFrees(size: size)
     }
   }
 
@@ -76,13 +71,19 @@ import Testing
       // Awaited, so the child gives its stack back first: the cache keeps the first it gets.
       try CoroutineLoop.run { try co_launch(stackSize: size) {}.await() }
     } whileItLives: {
-      #expect(StackPool.shared.cachedFiberCount(size: size) == 1)
-      #expect(StackPool.shared.pooledCount(size: size) == 1)
-      #expect(StackPool.shared.inUseCount(size: size) == 0)
-      StackPool.shared.trim(size: size, to: 0)
-      #expect(StackPool.shared.cachedFiberCount(size: size) == 0)
-      #expect(StackPool.shared.mappedCount(size: size) == 0)
+      Self.expectOneCachedStackThatTrimmingFrees(size: size)
     }
+  }
+
+  /// One stack of `size` sits in a live thread's cache, counted as pooled and not in use, and a
+  /// trim from this thread takes it out and unmaps it.
+  static func expectOneCachedStackThatTrimmingFrees(size: Int) {
+    #expect(StackPool.shared.cachedFiberCount(size: size) == 1)
+    #expect(StackPool.shared.pooledCount(size: size) == 1)
+    #expect(StackPool.shared.inUseCount(size: size) == 0)
+    StackPool.shared.trim(size: size, to: 0)
+    #expect(StackPool.shared.cachedFiberCount(size: size) == 0)
+    #expect(StackPool.shared.mappedCount(size: size) == 0)
   }
 
   @Test func aThreadThatExitsGivesItsCachedStackBack() throws {

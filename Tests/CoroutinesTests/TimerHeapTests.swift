@@ -83,7 +83,8 @@ import Testing
     }
     #expect(heap.firstDeadline == 10)
     #expect(heap.withFirst { $0.sequence } == 0)
-    #expect(heap.withQueued(at: 1) { $0.sequence } == 1)  // the run's second, whatever the heap holds
+    // The run's second, whatever the heap holds.
+    #expect(heap.withQueued(at: 1) { $0.sequence } == 1)
     #expect(heap.withQueued(at: 2) { $0.sequence } == nil)
     var order: [UInt64] = []
     while var taken = heap.removeFirst() {

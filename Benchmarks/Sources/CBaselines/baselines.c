@@ -77,18 +77,22 @@ void baseline_bounce(void) {
   for (;;) baseline_switch(&coroutine_stack_pointer, driver_stack_pointer);
 }
 
-static double register_switch_round_trip_ns(char *stack, long round_trips, int repetitions) {
-  // A frame as baseline_switch leaves it: resume address, then what it pops. The resume address
-  // is a start stub that aligns the stack and calls baseline_bounce.
-  uintptr_t *top = (uintptr_t *)(((uintptr_t)(stack + stack_size)) & ~(uintptr_t)15);
+void *baseline_switch_frame(char *stack, size_t size, void (*start)(void)) {
+  // A frame as baseline_switch leaves it: control words, the six registers it pops, then the
+  // resume address: a start stub that aligns the stack and calls the coroutine's function.
+  uintptr_t *top = (uintptr_t *)(((uintptr_t)(stack + size)) & ~(uintptr_t)15);
   uintptr_t *frame = top - 10;
   for (int i = 0; i < 10; i++) frame[i] = 0;
   uint32_t mxcsr = __builtin_ia32_stmxcsr();
   uint16_t control;
   __asm__ volatile("fnstcw %0" : "=m"(control));
   frame[0] = (uintptr_t)mxcsr | ((uintptr_t)control << 32);  // control words
-  frame[7] = (uintptr_t)baseline_switch_start;                 // resume address
-  coroutine_stack_pointer = frame;
+  frame[7] = (uintptr_t)start;                                 // resume address
+  return frame;
+}
+
+static double register_switch_round_trip_ns(char *stack, long round_trips, int repetitions) {
+  coroutine_stack_pointer = baseline_switch_frame(stack, stack_size, baseline_switch_start);
   double best = 1e300;
   for (int repetition = 0; repetition < repetitions; repetition++) {
     unsigned long long start = baseline_now_ns();

@@ -43,22 +43,15 @@ void baseline_bounce_spanning(void) {
   for (;;) coroutine_side(spanning_frames);
 }
 
-double baseline_register_switch_spanning_ns(int frames, long round_trips, int repetitions) {
+double baseline_register_switch_spanning_ns(int extra, long round_trips, int repetitions) {
   char *stack = malloc(spanning_stack_size);
-  uintptr_t *top = (uintptr_t *)(((uintptr_t)(stack + spanning_stack_size)) & ~(uintptr_t)15);
-  uintptr_t *frame = top - 10;
-  for (int i = 0; i < 10; i++) frame[i] = 0;
-  uint32_t mxcsr = __builtin_ia32_stmxcsr();
-  uint16_t control;
-  __asm__ volatile("fnstcw %0" : "=m"(control));
-  frame[0] = (uintptr_t)mxcsr | ((uintptr_t)control << 32);  // control words
-  frame[7] = (uintptr_t)baseline_switch_start_spanning;       // resume address
-  coroutine_stack_pointer = frame;
-  spanning_frames = frames;
+  coroutine_stack_pointer =
+      baseline_switch_frame(stack, spanning_stack_size, baseline_switch_start_spanning);
+  spanning_frames = extra;
   double best = 1e300;
   for (int repetition = 0; repetition < repetitions; repetition++) {
     unsigned long long start = baseline_now_ns();
-    for (long i = 0; i < round_trips; i++) driver_side(frames);
+    for (long i = 0; i < round_trips; i++) driver_side(extra);
     double each = (double)(baseline_now_ns() - start) / (double)round_trips;
     if (each < best) best = each;
   }
@@ -66,8 +59,8 @@ double baseline_register_switch_spanning_ns(int frames, long round_trips, int re
   return best;
 }
 #else
-double baseline_register_switch_spanning_ns(int frames, long round_trips, int repetitions) {
-  (void)frames;
+double baseline_register_switch_spanning_ns(int extra, long round_trips, int repetitions) {
+  (void)extra;
   (void)round_trips;
   (void)repetitions;
   return -1;

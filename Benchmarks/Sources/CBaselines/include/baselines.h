@@ -19,4 +19,9 @@ double baseline_register_switch_spanning_ns(int extra, long round_trips, int rep
 /// Nanoseconds on the monotonic clock.
 unsigned long long baseline_now_ns(void);
 
+#include <stddef.h>
+/// Lays out, at the top of `size` bytes of `stack`, the frame baseline_switch would leave when
+/// switching out of a coroutine about to call `start` (x86_64); returns its stack pointer.
+void *_Nonnull baseline_switch_frame(char *_Nonnull stack, size_t size, void (*_Nonnull start)(void));
+
 #endif
