@@ -117,14 +117,23 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   }
 
   /// The calling coroutine, checked for `yield`: it must be the producer running in its own
-  /// body (not a coroutine it launched, nor away in `co_await(on:)`), and not cancelled.
-  /// Unretained: the producer is running, and its generator keeps it alive.
+  /// body, and not cancelled. Unretained: the producer is running, and its generator keeps it
+  /// alive.
   @usableFromInline
   func producerReadyToYield() throws -> Unmanaged<Coroutine> {
+    guard let producer = runningProducer(), !isCancelled(producer) else {
+      try throwNotReadyToYield()
+    }
+    return producer
+  }
+
+  /// The calling coroutine if it is the producer running in its own body (not a coroutine it
+  /// launched, nor away in `co_await(on:)`).
+  private func runningProducer() -> Unmanaged<Coroutine>? {
     guard let current = Coroutine.currentUnretained,
       UInt(bitPattern: current.toOpaque()) == producerBits.load(ordering: .relaxed),
-      current._withUnsafeGuaranteedRef({ !$0.isAway && !$0.isCancelled })
-    else { try throwNotReadyToYield() }
+      current._withUnsafeGuaranteedRef({ !$0.isAway })
+    else { return nil }
     return current
   }
 
@@ -132,10 +141,7 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   /// builds no error (it looked up `CancellationError`'s metadata on every `yield`).
   @inline(never)
   private func throwNotReadyToYield() throws -> Never {
-    guard let current = Coroutine.currentUnretained,
-      UInt(bitPattern: current.toOpaque()) == producerBits.load(ordering: .relaxed),
-      current._withUnsafeGuaranteedRef({ !$0.isAway })
-    else { throw CoroutineError.yieldOutsideGenerator }
+    if runningProducer() == nil { throw CoroutineError.yieldOutsideGenerator }
     throw CancellationError()
   }
 

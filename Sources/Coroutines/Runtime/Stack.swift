@@ -347,22 +347,14 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
     if let empty { cu_stack_slab_free(empty.pointer) }
   }
 
-  /// Fibers of `size` held by threads' caches: finished, so pooled, although `inUse` counts
-  /// them (a thread moves them in and out without the mutex). Under `mutex`; exact once the
-  /// threads using the size are quiet.
-  private func cachedCount(size: Int) -> Int {
+  /// Fibers of `size` (nil: of any size) held by threads' caches: finished, so pooled,
+  /// although `inUse` counts them (a thread moves them in and out without the mutex). Under
+  /// `mutex`; exact once the threads using the size are quiet.
+  private func cachedCount(size: Int? = nil) -> Int {
     caches.reduce(0) { count, cache in
       cache._withUnsafeGuaranteedRef {
-        $0.size == size && $0.word.load(ordering: .acquiring) > StackCache.empty ? count + 1 : count
-      }
-    }
-  }
-
-  /// Fibers of any size held by threads' caches. Under `mutex`.
-  private var cachedTotal: Int {
-    caches.reduce(0) { count, cache in
-      cache._withUnsafeGuaranteedRef {
-        $0.word.load(ordering: .acquiring) > StackCache.empty ? count + 1 : count
+        (size == nil || $0.size == size) && $0.word.load(ordering: .acquiring) > StackCache.empty
+          ? count + 1 : count
       }
     }
   }
@@ -482,7 +474,7 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   }
 
   /// Pooled fibers (ready or idle), all sizes.
-  var pooledCount: Int { mutex.withLock { _ in pooledTotal + cachedTotal } }
+  var pooledCount: Int { mutex.withLock { _ in pooledTotal + cachedCount() } }
   /// Mapped fibers (in use or pooled), all sizes.
   var mappedCount: Int { mutex.withLock { _ in mappedTotal } }
   /// Pooled fibers (ready or idle) of one size.
