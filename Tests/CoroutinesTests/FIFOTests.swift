@@ -15,10 +15,10 @@ import Testing
     #expect(queue.popFirst() == nil)
   }
 
-  @Test func keepsOrderWhileTakenSlotsAreReclaimed() {
+  @Test func keepsOrderWhileTheRingWrapsAndGrows() {
     var queue = FIFO<Int>()
     var expected = 0
-    // Two in, one out: the taken slots at the front are reclaimed as the queue grows.
+    // Two in, one out: the front moves round the ring, which grows while it wraps.
     for value in 0..<1_000 {
       queue.append(2 * value)
       queue.append(2 * value + 1)
@@ -31,6 +31,20 @@ import Testing
       expected += 1
     }
     #expect(expected == 2_000)
+  }
+
+  @Test func growingAWrappedRingKeepsTheOrder() {
+    var queue = FIFO<Int>()
+    for value in 0..<4 { queue.append(value) }  // the first ring: four slots, full
+    #expect(queue.popFirst() == 0)
+    #expect(queue.popFirst() == 1)
+    for value in 4..<7 { queue.append(value) }  // 4 and 5 wrap to the front; 6 grows the ring
+    #expect(queue.first == 2 && queue.last == 6 && queue.count == 5)
+    #expect(queue.withElement(at: 2) { $0 } == 4)
+    #expect(queue.withElement(at: 5) { $0 } == nil)
+    var taken: [Int] = []
+    while let value = queue.popFirst() { taken.append(value) }
+    #expect(taken == [2, 3, 4, 5, 6])
   }
 
   @Test func swapRemoveTakesAnyElementAndTheFirstTakesItsPlace() {
@@ -52,5 +66,19 @@ import Testing
     #expect(!queue.removeFirst { $0 == 1 })  // already taken
     #expect(queue.removeAll() == [2, 3, 5, 6])
     #expect(queue.isEmpty)
+  }
+
+  @Test func removingByPredicateAcrossTheWrapKeepsTheOthersInOrder() {
+    var queue = FIFO<Int>()
+    for value in 0..<4 { queue.append(value) }
+    _ = queue.popFirst()
+    _ = queue.popFirst()
+    queue.append(4)
+    queue.append(5)  // the ring now holds 2, 3 at its end and 4, 5 wrapped to its start
+    #expect(queue.removeFirst { $0 == 3 })
+    queue.append(6)
+    #expect(queue.removeAll() == [2, 4, 5, 6])
+    queue.append(7)
+    #expect(queue.first == 7 && queue.count == 1)
   }
 }
