@@ -29,7 +29,12 @@ enum Child {
         try CoroutineFigures.delayZeroRoundTrip(Counts.loop(CoroutineBackend.current)), bareHere(),
       ]
     case let name where name.hasPrefix("seed-coroutines-"):
-      let cell = try SeedTable.coroutines(Int(name.dropFirst("seed-coroutines-".count))!)
+      let count = Int(name.dropFirst("seed-coroutines-".count))!
+      let cell = try SeedTable.coroutines(count, stack: .dedicated)
+      numbers = [cell.wallNanoseconds, Double(cell.threads), cell.peakBytes]
+    case let name where name.hasPrefix("seed-shared-"):
+      let cell = try SeedTable.coroutines(
+        Int(name.dropFirst("seed-shared-".count))!, stack: .shared)
       numbers = [cell.wallNanoseconds, Double(cell.threads), cell.peakBytes]
     case let name where name.hasPrefix("seed-threads-"):
       let cell = SeedTable.threads(Int(name.dropFirst("seed-threads-".count))!)

@@ -2,8 +2,9 @@ import Coroutines
 import Foundation
 
 /// The seed's table: N tasks that each wait for simulated blocking I/O ten times (1 ms each),
-/// as coroutines on one loop and as one thread per task. Each cell runs in its own child
-/// process, so that its peak resident memory is its own.
+/// as coroutines on one loop (on dedicated stacks, the default, and on the loop's shared stacks)
+/// and as one thread per task. Each cell runs in its own child process, so that its peak
+/// resident memory is its own.
 enum SeedTable {
   static let sizes = [10, 100, 1_000, 10_000]
   static let waits = 10
@@ -18,13 +19,13 @@ enum SeedTable {
     var peakBytes: Double
   }
 
-  /// N coroutines on one loop, each doing `waits` × `co_delay(wait)`.
-  static func coroutines(_ count: Int) throws -> Cell {
+  /// N coroutines on one loop, each doing `waits` × `co_delay(wait)`, on stacks of `mode`.
+  static func coroutines(_ count: Int, stack mode: CoroutineStack.Mode) throws -> Cell {
     let before = residentBytes()
     let start = DispatchTime.now().uptimeNanoseconds
     try CoroutineLoop.run {
       for _ in 0..<count {
-        co_launch {
+        co_launch(stack: mode) {
           for _ in 0..<waits { try co_delay(wait) }
         }
       }
@@ -69,27 +70,30 @@ enum SeedTable {
     return 0
   }
 
-  /// The table as Markdown, one row per N.
-  static func printTable(coroutines: [Int: Cell], threads: [Int: Cell]) {
+  /// The table as Markdown, one row per N. The target (within 3× of the ideal at 10 000 tasks)
+  /// is judged for each stack mode.
+  static func printTable(coroutines: [Int: Cell], shared: [Int: Cell], threads: [Int: Cell]) {
     let ideal = Double(waits) * wait * 1000
     print(
       "| Tasks (× \(waits) waits of \(Int(wait * 1000)) ms) | Coroutines: wall time | threads | "
-        + "peak memory | Threads: wall time | threads | peak memory | Coroutines vs \(Int(ideal)) ms ideal |"
+        + "peak memory | vs \(Int(ideal)) ms ideal | Shared stacks: wall time | peak memory | "
+        + "vs ideal | Threads: wall time | threads | peak memory |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|")
+    func verdict(_ cell: Cell?, _ size: Int) -> String {
+      guard let ratio = cell.map({ $0.wallNanoseconds / 1e6 / ideal }) else { return "—" }
+      guard size == 10_000 else { return String(format: "%.2f×", ratio) }
+      return String(format: "%.2f×", ratio) + (ratio <= 3 ? " (≤ 3×: MET)" : " (≤ 3×: MISSED)")
+    }
     for size in sizes {
       let co = coroutines[size]
+      let sh = shared[size]
       let th = threads[size]
-      let ratio = co.map { $0.wallNanoseconds / 1e6 / ideal }
-      let verdict =
-        ratio.map {
-          String(format: "%.2f×", $0)
-            + (size == 10_000 ? ($0 <= 3 ? " (≤ 3×: MET)" : " (≤ 3×: MISSED)") : "")
-        } ?? "—"
       print(
         "| \(size) | \(ms(co)) | \(co.map { "\($0.threads)" } ?? "—") | \(mib(co)) | "
+          + "\(verdict(co, size)) | \(ms(sh)) | \(mib(sh)) | \(verdict(sh, size)) | "
           + "\(th == nil ? "did not run" : ms(th)) | \(th.map { "\($0.threads)" } ?? "—") | "
-          + "\(th == nil ? "—" : mib(th)) | \(verdict) |")
+          + "\(th == nil ? "—" : mib(th)) |")
     }
   }
 
@@ -101,7 +105,9 @@ enum SeedTable {
   }
 
   /// Writes the plot (wall time and peak memory against N, log scales) as an SVG.
-  static func writePlot(coroutines: [Int: Cell], threads: [Int: Cell], to url: URL) throws {
+  static func writePlot(
+    coroutines: [Int: Cell], shared: [Int: Cell], threads: [Int: Cell], to url: URL
+  ) throws {
     let panelWidth = 360.0
     let panelHeight = 240.0
     let margin = 56.0
@@ -116,7 +122,9 @@ enum SeedTable {
     ) {
       let left = margin + Double(index) * (panelWidth + margin)
       let top = margin
-      let all = (coroutines.values.map(value) + threads.values.map(value)).filter { $0 > 0 }
+      let all =
+        (coroutines.values.map(value) + shared.values.map(value) + threads.values.map(value))
+        .filter { $0 > 0 }
       let low = pow(10, floor(log10(all.min() ?? 1)))
       let high = pow(10, ceil(log10(all.max() ?? 10)))
       let x = { (n: Int) in
@@ -154,7 +162,8 @@ enum SeedTable {
         "<text x=\"\(left - 44)\" y=\"\(top + panelHeight / 2)\" text-anchor=\"middle\" "
         + "transform=\"rotate(-90 \(left - 44) \(top + panelHeight / 2))\">\(unit) (log)</text>\n"
       for (cells, colour, label, row) in [
-        (coroutines, "#1f77b4", "coroutines (1 thread)", 0), (threads, "#d62728", "threads", 1),
+        (coroutines, "#1f77b4", "coroutines (1 thread)", 0),
+        (shared, "#2ca02c", "coroutines, shared stacks", 1), (threads, "#d62728", "threads", 2),
       ] {
         let points = sizes.compactMap { size in cells[size].map { (size, value($0)) } }
         let path = points.map { "\(x($0.0)),\(y($0.1))" }.joined(separator: " ")
