@@ -22,6 +22,10 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 #include "fiber.h"
 
@@ -254,10 +258,12 @@ static void *saved_buffer(cu_fiber *fiber, size_t size, unsigned char delta) {
 #define CU_UNCHECKED
 #endif
 
-// Sets bit `first + i` of `map` for each word of `words` that differs from `reference`'s.
-CU_UNCHECKED static void mark_differences(const unsigned long long *words,
-                                          const unsigned long long *reference, size_t count,
-                                          size_t first, unsigned long long *map) {
+// Sets bit `first + i` of `map` for each word of `words` that differs from `reference`'s: the
+// portable loop, two words per step where SSE2 is there.
+CU_UNCHECKED static void mark_differences_portable(const unsigned long long *words,
+                                                   const unsigned long long *reference,
+                                                   size_t count, size_t first,
+                                                   unsigned long long *map) {
   for (size_t i = 0; i < count;) {
     size_t bit = (first + i) % 64;
     size_t run = count - i < 64 - bit ? count - i : 64 - bit;
@@ -279,6 +285,91 @@ CU_UNCHECKED static void mark_differences(const unsigned long long *words,
     map[(first + i) / 64] |= mask;
     i += run;
   }
+}
+
+#if defined(__x86_64__)
+// The same with AVX2, four words per step. Each step's four bits enter the mask from the top and
+// the mask moves down by four: shifts by a constant, where the portable loop's shift by a
+// variable count (three micro-operations on Intel) ran in one chain through every step. With
+// thousands of coroutines on a stack, this loop was a quarter of a timed wake-up.
+__attribute__((target("avx2"))) CU_UNCHECKED static void mark_differences_avx2(
+    const unsigned long long *words, const unsigned long long *reference, size_t count,
+    size_t first, unsigned long long *map) {
+  for (size_t i = 0; i < count;) {
+    size_t bit = (first + i) % 64;
+    size_t run = count - i < 64 - bit ? count - i : 64 - bit;
+    unsigned long long mask = 0;
+    size_t k = 0;
+    for (; k + 4 <= run; k += 4) {
+      __m256i equal = _mm256_cmpeq_epi64(_mm256_loadu_si256((const __m256i *)(words + i + k)),
+                                         _mm256_loadu_si256((const __m256i *)(reference + i + k)));
+      unsigned differ = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(equal)) ^ 15u;
+      mask = (mask >> 4) | ((unsigned long long)differ << 60);
+    }
+    mask = k == 0 ? 0 : mask >> (64 - k);
+    for (; k < run; k++) mask |= (unsigned long long)(words[i + k] != reference[i + k]) << k;
+    map[(first + i) / 64] |= mask << bit;
+    i += run;
+  }
+}
+
+// 0 until first asked, then 1 (no AVX2) or 2 (AVX2, and the system saves the YMM registers).
+static int avx2_answer;
+
+static int avx2_usable(void) {
+  int answer = __atomic_load_n(&avx2_answer, __ATOMIC_RELAXED);
+  if (answer == 0) {
+    unsigned eax, ebx, ecx, edx;
+    int usable = 0;
+    // OSXSAVE and AVX in leaf 1; the system saves SSE and AVX state (XCR0 bits 1 and 2); AVX2
+    // in leaf 7.
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_OSXSAVE) && (ecx & bit_AVX)) {
+      unsigned low, high;
+      __asm__("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+      if ((low & 6) == 6 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & bit_AVX2)) {
+        usable = 1;
+      }
+    }
+    answer = usable ? 2 : 1;
+    __atomic_store_n(&avx2_answer, answer, __ATOMIC_RELAXED);
+  }
+  return answer == 2;
+}
+#endif
+
+int cu_shared_stack_uses_avx2(void) {
+#if defined(__x86_64__)
+  return avx2_usable();
+#else
+  return 0;
+#endif
+}
+
+int cu_shared_stack_mark_differences(const unsigned long long *words,
+                                     const unsigned long long *reference, size_t count,
+                                     size_t first, unsigned long long *map, int vector) {
+  if (!vector) {
+    mark_differences_portable(words, reference, count, first, map);
+    return 1;
+  }
+#if defined(__x86_64__)
+  if (avx2_usable()) {
+    mark_differences_avx2(words, reference, count, first, map);
+    return 1;
+  }
+#endif
+  return 0;
+}
+
+static void mark_differences(const unsigned long long *words, const unsigned long long *reference,
+                             size_t count, size_t first, unsigned long long *map) {
+#if defined(__x86_64__)
+  if (avx2_usable()) {
+    mark_differences_avx2(words, reference, count, first, map);
+    return;
+  }
+#endif
+  mark_differences_portable(words, reference, count, first, map);
 }
 
 // The bits of a map's first word that stand for registers, and those that stand for frames.

@@ -90,6 +90,17 @@ size_t cu_fiber_saved_size(const cu_fiber *_Nonnull fiber);
 /// differ from an image: below it, whole copies (faster to switch, and little memory anyway).
 enum { CU_SHARED_DELTA_MIN_FIBERS = 32 };
 
+/// 1 when a parking is compared with its stack's image four words at a time (x86_64 with AVX2,
+/// which the system saves), 0 when with the portable loop.
+int cu_shared_stack_uses_avx2(void);
+
+/// For tests: sets bit `first + i` of `map` for each of `count` words that differs from
+/// `reference`'s, with the AVX2 loop (`vector` 1) or the portable one (0). Returns 0, changing
+/// nothing, when AVX2 was asked for and is not usable here.
+int cu_shared_stack_mark_differences(const unsigned long long *_Nonnull words,
+                                     const unsigned long long *_Nonnull reference, size_t count,
+                                     size_t first, unsigned long long *_Nonnull map, int vector);
+
 /// Arms a new or finished fiber to run `entry(argument)` from the top of its stack on the next
 /// resume. Reusing a pooled fiber this way costs no system call.
 void cu_fiber_prepare(cu_fiber *_Nonnull fiber, cu_fiber_entry _Nonnull entry,
