@@ -432,7 +432,17 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Reads the loop unretained: the loop outlives the coroutines it runs.
   func sleepOnCurrentLoop(nanoseconds delay: UInt64) throws(CancellationError) -> Bool {
     guard let loop, loop._withUnsafeGuaranteedRef({ $0.isCurrent }) else { return false }
-    try sleep(on: loop.takeUnretainedValue(), nanoseconds: delay)
+    // Not `takeUnretainedValue()`: the strong reference it makes cost a retain and a release
+    // of the loop on every timed `co_delay`.
+    let cancelled = loop._withUnsafeGuaranteedRef { loop -> Bool in
+      do throws(CancellationError) {
+        try sleep(on: loop, nanoseconds: delay)
+        return false
+      } catch {
+        return true
+      }
+    }
+    if cancelled { throw CancellationError() }
     return true
   }
 
