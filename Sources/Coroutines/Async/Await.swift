@@ -82,10 +82,12 @@ extension Coroutine {
 ///   while waiting; ``CoroutineError/notInCoroutine`` outside a coroutine.
 @inlinable @inline(__always)
 public func co_await<T>(_ future: CoFuture<T>) throws -> T {
-  let coroutine = try Coroutine.requireCurrent()
-  if coroutine.isCancelled { throw CancellationError() }
-  if let settled = future.result { return try settled.get() }
-  return try coroutine.suspend { resumer in future.whenComplete(resuming: resumer) }
+  // Unretained, as in the callback form below.
+  try Coroutine.requireCurrentUnretained()._withUnsafeGuaranteedRef { coroutine in
+    if coroutine.isCancelled { throw CancellationError() }
+    if let settled = future.result { return try settled.get() }
+    return try coroutine.suspend { resumer in future.whenComplete(resuming: resumer) }
+  }
 }
 
 /// Wraps a completion-handler API: calls `start` with a callback and suspends the coroutine
@@ -105,8 +107,11 @@ public func co_await<T>(_ future: CoFuture<T>) throws -> T {
 public func co_await<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> Void) -> Void)
   throws -> T
 {
-  let coroutine = try Coroutine.requireCurrent()
-  return try coroutine.suspend { resumer in start { resumer.resume($0) } }
+  // Unretained: whoever resumed the coroutine holds it while it runs, and its resumer while it
+  // waits; a strong reference here cost a retain and a release per await.
+  try Coroutine.requireCurrentUnretained()._withUnsafeGuaranteedRef { coroutine in
+    try coroutine.suspend { resumer in start { resumer.resume($0) } }
+  }
 }
 
 /// Runs `work` on `scheduler` and comes back: the coroutine itself moves there, runs `work`
