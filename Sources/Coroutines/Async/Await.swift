@@ -173,8 +173,8 @@ func delayOnClock(_ seconds: Double) throws {
 extension Coroutine {
   /// `co_delay(0)` up to its switch: the running coroutine, unretained (whoever resumed it holds
   /// it until it switches back), and its fiber to suspend, after which the scheduler runs it
-  /// again behind the jobs already queued.
-  @usableFromInline
+  /// again behind the jobs already queued. Inlinable, like `requireCurrentUnretained()`.
+  @inlinable
   static func fiberToYieldCurrent() throws -> (
     coroutine: Unmanaged<Coroutine>, fiber: OpaquePointer
   ) {

@@ -139,7 +139,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   /// The current coroutine, unretained, or `CoroutineError.notInCoroutine`: for hot paths
   /// that use it only while it runs (whoever resumed it holds it until it switches back).
-  @usableFromInline
+  /// Inlinable: called from another module, a static method is passed the class's metadata,
+  /// which cost a call to its accessor on every `co_await`.
+  @inlinable
   static func requireCurrentUnretained() throws(CoroutineError) -> Unmanaged<Coroutine> {
     guard let pointer = cu_tls_current_coroutine() else { throw .notInCoroutine }
     return Unmanaged<Coroutine>.fromOpaque(pointer)
