@@ -140,17 +140,7 @@ struct TimerHeap<Entry: TimerOrdered> {
   /// and releases both arrays' buffers, two pairs of locked instructions per call on the path
   /// of every timed wake-up; a mutating one works on the stored heap itself.
   var firstDeadline: UInt64? {
-    mutating get {
-      firstDeadlineInPlace
-    }
-  }
-
-  private var firstDeadlineInPlace: UInt64? {
-    switch firstPlace {
-    case .none: nil
-    case .heap: entries.withUnsafeBufferPointer { $0[0].deadline }
-    case .run: run.withElement { $0.deadline }
-    }
+    mutating get { withFirst { $0.deadline } }
   }
 
   /// Calls `body` with the first timer in place, or returns nil when there is none.
