@@ -1,6 +1,7 @@
 // Thread-locals behind real calls. clang and gcc cache a thread-local's address within a
 // function; after a context switch that address may belong to another thread, so every read
 // and write goes through a non-inlined function that computes it afresh.
+#include "cucontext.h"
 #include "fiber.h"
 
 __attribute__((visibility("hidden"))) __thread cu_thread_state cu_thread;
@@ -17,6 +18,11 @@ __attribute__((noinline)) void *cu_tls_current_test_loop(void) { return current_
 
 __attribute__((noinline)) void cu_tls_set_current_test_loop(void *loop) { current_test_loop = loop; }
 
-__attribute__((noinline)) void *cu_tls_current_loop_or_test_loop(void) {
-  return current_loop != NULL ? current_loop : current_test_loop;
+
+__attribute__((noinline)) uintptr_t cu_tls_thread_token(void) { return (uintptr_t)&cu_thread; }
+
+__attribute__((noinline)) cu_thread_view cu_tls_view(void) {
+  cu_thread_view view = {(uintptr_t)&cu_thread, cu_thread.current_coroutine,
+                         current_loop != NULL ? current_loop : current_test_loop};
+  return view;
 }

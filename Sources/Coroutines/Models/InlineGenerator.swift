@@ -1,4 +1,5 @@
 import CUContext
+import Glibc
 import Synchronization
 
 /// A generator whose producer runs on the consumer's thread: `next()` switches to the
@@ -67,8 +68,8 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   @inlinable @inline(__always)
   func next() throws -> T? {
-    driver.beginDriving(in: "CoGenerator.next()")
-    defer { driver.endDriving() }
+    guard let hold = driver.beginDriving() else { return waitForCancellingThread() }
+    defer { if driver.endDriving(hold) { cancelLeftBehind() } }
     if cancelRequested.load(ordering: .acquiring) {
       unwindAfterCancel()
       return nil
@@ -88,15 +89,43 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
   }
 
   func cancel() {
-    cancelRequested.store(true, ordering: .releasing)
-    guard driver.tryBeginDriving() else {
+    cancelRequested.store(true, ordering: .sequentiallyConsistent)
+    guard let hold = driver.tryBeginDriving() else {
       // Someone drives right now (another thread in `next()`, or the body cancelling its own
       // generator): end any await of the producer; the driver finishes the unwinding.
       producer.withLock { $0 }?.cancel()
       return
     }
-    defer { driver.endDriving() }
+    defer { _ = driver.endDriving(hold) }
     unwindAfterCancel()
+  }
+
+  /// Someone else drives the producer. It may be `cancel()` on another thread, unwinding it,
+  /// which is no overlap: waits until that is done (the sequence has ended). Anything else is
+  /// a second call overlapping this one, which stops the program.
+  @usableFromInline
+  func waitForCancellingThread() -> T? {
+    while true {
+      guard cancelRequested.load(ordering: .sequentiallyConsistent) else {
+        preconditionFailure(
+          "CoGenerator.next(): this inline generator is already being driven: by another "
+            + "thread, or by its own body; an inline generator's calls must not overlap")
+      }
+      if let hold = driver.tryBeginDriving() {
+        defer { _ = driver.endDriving(hold) }
+        unwindAfterCancel()
+        return nil
+      }
+      // The canceller unwinds the body on its own thread, running its `defer` blocks only.
+      sched_yield()
+    }
+  }
+
+  /// A `next()` that held the bias learnt on leaving that another thread closed it, perhaps a
+  /// `cancel()` that saw this call inside and left the unwinding to it.
+  @usableFromInline
+  func cancelLeftBehind() {
+    if cancelRequested.load(ordering: .sequentiallyConsistent) { cancel() }
   }
 
   /// Drives the producer until it yields or finishes.
