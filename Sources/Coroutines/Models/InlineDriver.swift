@@ -174,18 +174,18 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   /// What follows an inline run once the producer has switched back.
   @usableFromInline
   func inlineRunReturned(_ producer: Unmanaged<Coroutine>) {
-    _ = producer._withUnsafeGuaranteedRef { $0.switchedBack() }
+    producer._withUnsafeGuaranteedRef { $0.switchedBackFromInlineRun() }
   }
 
-  /// The calling coroutine, checked for `yield`: it must be the producer running in its own
-  /// body, and not cancelled. Unretained: the producer is running, and its generator keeps it
-  /// alive.
+  /// For `yield`: checks that the caller is the producer running in its own body, not
+  /// cancelled, and readies it to hand back; the fiber to switch out of, and the producer.
+  /// Unretained: the producer is running, and its generator keeps it alive.
   @usableFromInline
-  func producerReadyToYield() throws -> Unmanaged<Coroutine> {
+  func fiberToYield() throws -> (OpaquePointer, Unmanaged<Coroutine>) {
     guard let producer = runningProducer(), !isCancelled(producer) else {
       try throwNotReadyToYield()
     }
-    return producer
+    return (producer._withUnsafeGuaranteedRef { $0.fiberToHandBack() }, producer)
   }
 
   /// The calling coroutine if it is the producer running in its own body (not a coroutine it
@@ -198,7 +198,7 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
     return current
   }
 
-  /// Why `producerReadyToYield()` refused. Out of line, so that the path that does not throw
+  /// Why `fiberToYield()` refused. Out of line, so that the path that does not throw
   /// builds no error (it looked up `CancellationError`'s metadata on every `yield`).
   @inline(never)
   private func throwNotReadyToYield() throws -> Never {
@@ -210,13 +210,6 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   @usableFromInline
   func isCancelled(_ producer: Unmanaged<Coroutine>) -> Bool {
     producer._withUnsafeGuaranteedRef { $0.isCancelled }
-  }
-
-  /// The producer's fiber, to switch from its body back to the driving `next()`, leaving it
-  /// ready to be run inline again.
-  @usableFromInline
-  func fiberToHandBack(_ producer: Unmanaged<Coroutine>) -> OpaquePointer {
-    producer._withUnsafeGuaranteedRef { $0.fiberToHandBack() }
   }
 
   @usableFromInline
@@ -250,15 +243,24 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   /// Works out where jobs go when nobody drives (`target`: where the consumer launches) and
   /// whose clock the producer's timers use (`clock`: the consuming coroutine's scheduler), when
   /// the consumer is not the one they were worked out for last time. Called by the new driver.
+  @inline(__always)
   private func refreshTarget(_ view: cu_thread_view) {
+    if key != consumerKey(view) { retarget(view) }
+  }
+
+  /// Who the consumer is, as `key` remembers it.
+  @inline(__always)
+  private func consumerKey(_ view: cu_thread_view) -> (UnsafeMutableRawPointer?, UInt32) {
+    guard let address = view.coroutine else { return (view.loop, 0) }
+    let consumer = Unmanaged<Coroutine>.fromOpaque(address)
+    return (address, consumer._withUnsafeGuaranteedRef { $0.schedulerChanges })
+  }
+
+  /// `refreshTarget(_:)` for a consumer other than the last one.
+  private func retarget(_ view: cu_thread_view) {
     if let address = view.coroutine {
-      let consumer = Unmanaged<Coroutine>.fromOpaque(address)
-      let newKey: (UnsafeMutableRawPointer?, UInt32) = (
-        consumer.toOpaque(), consumer._withUnsafeGuaranteedRef { $0.schedulerChanges }
-      )
-      guard newKey != key else { return }
-      let coroutine = consumer.takeUnretainedValue()
-      key = newKey
+      let coroutine = Unmanaged<Coroutine>.fromOpaque(address).takeUnretainedValue()
+      key = consumerKey(view)
       keyOwner = coroutine
       let (home, scheduler) = (coroutine.home, coroutine.scheduler)
       lock.withLock {
@@ -269,7 +271,6 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
       // A plain thread launches on the loop it runs (a CoroutineLoop or a test loop), else on
       // the main loop; `nil` stands for the main loop, which lives for ever.
       let loop = view.loop
-      guard key != (loop, 0) else { return }
       let plainTarget: any CoroutineScheduler & AnyObject
       if let loop = CoroutineLoop.current {
         plainTarget = loop

@@ -264,9 +264,9 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
   /// frame (see `runProducer()`).
   @inlinable @inline(__always)
   func yield(_ value: T) throws {
-    let producer = try driver.producerReadyToYield()
+    let (fiber, producer) = try driver.fiberToYield()
     phase = .yielded(value)
-    cu_fiber_suspend(driver.fiberToHandBack(producer))
+    cu_fiber_suspend(fiber)
     if driver.isCancelled(producer) { throw CancellationError() }
   }
 }

@@ -316,6 +316,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Another inline run of a coroutine that handed back (see `runInline()`) up to its switch:
   /// the fiber to switch to, or nil if the coroutine has not started yet and must start through
   /// `runInline()`.
+  @inline(__always)
   func fiberForInlineRun() -> OpaquePointer? {
     if currentState == .created { return nil }
     transition(.resume)
@@ -331,6 +332,16 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// What a resume does once the coroutine has switched back: parks it, queues it again, hands
   /// it back or retires it, as it asked. Returns why it switched back. `resumer` is the address
   /// of the loop whose own thread resumed it, if any (an address: a reference cost a retain).
+  /// `switchedBack()` after an inline run, whose usual end, a hand back, is checked first.
+  @inline(__always)
+  func switchedBackFromInlineRun() {
+    guard case .handBack = exit else {
+      switchedBack()
+      return
+    }
+    transition(.reschedule)  // ready to be run inline again; nothing is enqueued
+  }
+
   @discardableResult
   func switchedBack(resumedBy resumer: UnsafeMutableRawPointer? = nil) -> Outcome {
     // Read once: after parking, another thread may resume the coroutine and change `exit`.
@@ -500,6 +511,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// `handBack()` up to its switch: the fiber to suspend.
+  @inline(__always)
   func fiberToHandBack() -> OpaquePointer {
     exit = .handBack
     return fiber!
