@@ -15,10 +15,10 @@ import Testing
     let numbers = counting()
     #expect(numbers.next() == 0)
     #expect(numbers.next() == 1)
-    #expect(biasOwner(numbers) == cu_tls_thread_token())
+    #expect(biasOwner(numbers) == ownerAfterDriving())
     numbers.cancel()
     #expect(numbers.isFinished)
-    #expect(biasOwner(numbers) == cu_tls_thread_token())
+    #expect(biasOwner(numbers) == ownerAfterDriving())
   }
 
   @Test func anotherThreadAskingClosesTheBiasAndTheSequenceGoesOn() {
@@ -49,7 +49,7 @@ import Testing
     }
     driver.withLock { $0 = numbers.inline!.takeUnretainedValue().driver }
     #expect(numbers.next() == 0)
-    #expect(biasOwner(numbers) == cu_tls_thread_token())
+    #expect(biasOwner(numbers) == ownerAfterDriving())
     #expect(numbers.next() == 1)
     #expect(biasOwner(numbers) == CU_BIAS_CLOSED)
     #expect(Array(numbers) == [2, 3])
@@ -142,6 +142,12 @@ private func counting(unwound: ModelsCounter? = nil) -> CoGenerator<Int> {
     defer { unwound?.increment() }
     for n in 0... { try yield(n) }
   }
+}
+
+/// Who holds a generator's bias after this thread alone drove it: this thread, or nobody
+/// (closed) where biases are unavailable (under ThreadSanitizer, or without membarrier).
+private func ownerAfterDriving() -> UInt {
+  cu_bias_available() != 0 ? cu_tls_thread_token() : CU_BIAS_CLOSED
 }
 
 private func biasOwner(_ generator: CoGenerator<Int>) -> UInt {
