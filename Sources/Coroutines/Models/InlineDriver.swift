@@ -164,19 +164,6 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
     }
   }
 
-  /// The producer's fiber, to run it inline once more after it handed back or was woken; nil
-  /// if it has not started yet (then `runInline(_:)` starts it).
-  @usableFromInline
-  func fiberForInlineRun(_ producer: Unmanaged<Coroutine>) -> OpaquePointer? {
-    producer._withUnsafeGuaranteedRef { $0.fiberForInlineRun() }
-  }
-
-  /// What follows an inline run once the producer has switched back.
-  @usableFromInline
-  func inlineRunReturned(_ producer: Unmanaged<Coroutine>) {
-    producer._withUnsafeGuaranteedRef { $0.switchedBackFromInlineRun() }
-  }
-
   /// For `yield`: checks that the caller is the producer running in its own body, not
   /// cancelled, and readies it to hand back; the fiber to switch out of, and the producer.
   /// Unretained: the producer is running, and its generator keeps it alive.

@@ -220,12 +220,12 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
   func runProducer() {
     guard let coroutine = running else { return }
     phase = .running
-    guard let fiber = driver.fiberForInlineRun(coroutine) else {
+    guard let fiber = coroutine._withUnsafeGuaranteedRef({ $0.fiberForInlineRun() }) else {
       if let error = driver.runInline(coroutine) { producerFailedToStart(coroutine, error) }
       return
     }
     cu_fiber_resume(fiber, coroutine.toOpaque())
-    driver.inlineRunReturned(coroutine)
+    coroutine._withUnsafeGuaranteedRef { $0.switchedBackFromInlineRun() }
   }
 
   /// No stack could be mapped: the body never ran. Retires the coroutine through its

@@ -316,7 +316,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Another inline run of a coroutine that handed back (see `runInline()`) up to its switch:
   /// the fiber to switch to, or nil if the coroutine has not started yet and must start through
   /// `runInline()`.
-  @inline(__always)
+  @usableFromInline
   func fiberForInlineRun() -> OpaquePointer? {
     if currentState == .created { return nil }
     transition(.resume)
@@ -333,7 +333,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// it back or retires it, as it asked. Returns why it switched back. `resumer` is the address
   /// of the loop whose own thread resumed it, if any (an address: a reference cost a retain).
   /// `switchedBack()` after an inline run, whose usual end, a hand back, is checked first.
-  @inline(__always)
+  @usableFromInline
   func switchedBackFromInlineRun() {
     guard case .handBack = exit else {
       switchedBack()
