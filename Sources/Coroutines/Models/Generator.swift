@@ -104,7 +104,9 @@ public final class CoGenerator<T>: Sequence, IteratorProtocol, @unchecked Sendab
   /// thrown (see ``error``) or been cancelled.
   ///
   /// If the consuming coroutine is cancelled while it waits for a value, the generator is
-  /// cancelled too and this returns nil (``nextOrThrow()`` throws `CancellationError`).
+  /// cancelled too and this returns nil (``nextOrThrow()`` throws `CancellationError`). If
+  /// ``cancel()`` on another thread is unwinding an inline body at that moment, this waits for
+  /// it and returns nil.
   @inlinable @inline(__always)
   public func next() -> T? {
     if let inline { return try? inline._withUnsafeGuaranteedRef { try $0.next() } }
