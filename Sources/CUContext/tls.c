@@ -18,7 +18,6 @@ __attribute__((noinline)) void *cu_tls_current_test_loop(void) { return current_
 
 __attribute__((noinline)) void cu_tls_set_current_test_loop(void *loop) { current_test_loop = loop; }
 
-
 __attribute__((noinline)) uintptr_t cu_tls_thread_token(void) { return (uintptr_t)&cu_thread; }
 
 __attribute__((noinline)) cu_thread_view cu_tls_view(void) {

@@ -220,7 +220,6 @@ static inline void cu_unlock(uint32_t *_Nonnull word) {
   if (__atomic_exchange_n(word, 0, __ATOMIC_RELEASE) == 2) cu_lock_wake(word);
 }
 
-
 // A flag owned by one thread, for the hot path of an inline generator (whose `next()` nearly
 // always comes from the same thread): the owner enters and leaves with plain stores and loads,
 // no locked instruction, and any other thread that needs to see whether the owner is inside

@@ -131,7 +131,7 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
     return .classic
   }
 
-  /// Ends `beginDriving(in:)` or a successful `tryBeginDriving()`. True if another thread
+  /// Ends a successful `beginDriving()` or `tryBeginDriving()`. True if another thread
   /// closed the bias during a biased hold: it may have left a cancellation to this thread,
   /// having seen it inside.
   @usableFromInline

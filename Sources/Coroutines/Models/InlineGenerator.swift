@@ -116,7 +116,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
         unwindAfterCancel()
         return nil
       }
-      // The canceller unwinds the body on its own thread, running its `defer` blocks only.
+      // The canceller's unwinding only runs the body's `defer` blocks, so this wait is short.
       sched_yield()
     }
   }

@@ -329,9 +329,6 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     return switchedBack()
   }
 
-  /// What a resume does once the coroutine has switched back: parks it, queues it again, hands
-  /// it back or retires it, as it asked. Returns why it switched back. `resumer` is the address
-  /// of the loop whose own thread resumed it, if any (an address: a reference cost a retain).
   /// `switchedBack()` after an inline run, whose usual end, a hand back, is checked first.
   @usableFromInline
   func switchedBackFromInlineRun() {
@@ -342,6 +339,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     transition(.reschedule)  // ready to be run inline again; nothing is enqueued
   }
 
+  /// What a resume does once the coroutine has switched back: parks it, queues it again, hands
+  /// it back or retires it, as it asked. Returns why it switched back. `resumer` is the address
+  /// of the loop whose own thread resumed it, if any (an address: a reference cost a retain).
   @discardableResult
   func switchedBack(resumedBy resumer: UnsafeMutableRawPointer? = nil) -> Outcome {
     // Read once: after parking, another thread may resume the coroutine and change `exit`.
