@@ -91,36 +91,28 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   /// if someone already drives it.
   @usableFromInline
   func beginDriving() -> Hold? {
-    let view = cu_tls_view()
-    if cu_bias_enter(bias, view.thread) == CU_BIAS_ENTERED {
-      refreshTarget(view)
-      return .biased(thread: view.thread)
-    }
-    return tryBeginDriving(view)
+    beginDriving(cu_tls_view())
   }
 
-  /// Claims the generator for the calling thread unless someone drives it already.
-  @usableFromInline
-  func tryBeginDriving() -> Hold? {
-    tryBeginDriving(cu_tls_view())
-  }
-
-  private func tryBeginDriving(_ view: cu_thread_view) -> Hold? {
-    let thread = view.thread
-    switch cu_bias_enter(bias, thread) {
+  @inline(__always)
+  private func beginDriving(_ view: cu_thread_view) -> Hold? {
+    switch cu_bias_enter(bias, view.thread) {
     case CU_BIAS_ENTERED:
       refreshTarget(view)
-      return .biased(thread: thread)
+      return .biased(thread: view.thread)
     case CU_BIAS_REENTERED:
       return nil
     default:
-      break
+      return beginDrivingWithoutBias(view)
     }
-    if cu_bias_claim(bias, thread) != 0 {
-      // The first driver: from now on it takes the generator without a locked instruction.
-      return tryBeginDriving(view)
-    }
-    cu_bias_close(bias, thread)
+  }
+
+  /// `beginDriving()` for a thread that does not hold the bias: the first driver claims it;
+  /// any other closes it and takes `driving`.
+  private func beginDrivingWithoutBias(_ view: cu_thread_view) -> Hold? {
+    // The first driver: from now on it takes the generator without a locked instruction.
+    if cu_bias_claim(bias, view.thread) != 0 { return beginDriving(view) }
+    cu_bias_close(bias, view.thread)
     // Sequentially consistent, with `hasJobs` in `schedule` and `endDriving`: of a job queued
     // and a driver leaving, at least one side sees the other, so no job is stranded.
     guard cu_bias_in_session(bias) == 0,
@@ -131,7 +123,7 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
     return .classic
   }
 
-  /// Ends a successful `beginDriving()` or `tryBeginDriving()`. True if another thread
+  /// Ends a successful `beginDriving()`. True if another thread
   /// closed the bias during a biased hold: it may have left a cancellation to this thread,
   /// having seen it inside.
   @usableFromInline

@@ -90,7 +90,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   func cancel() {
     cancelRequested.store(true, ordering: .sequentiallyConsistent)
-    guard let hold = driver.tryBeginDriving() else {
+    guard let hold = driver.beginDriving() else {
       // Someone drives right now (another thread in `next()`, or the body cancelling its own
       // generator): end any await of the producer; the driver finishes the unwinding.
       producer.withLock { $0 }?.cancel()
@@ -111,7 +111,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
           "CoGenerator.next(): this inline generator is already being driven: by another "
             + "thread, or by its own body; an inline generator's calls must not overlap")
       }
-      if let hold = driver.tryBeginDriving() {
+      if let hold = driver.beginDriving() {
         defer { _ = driver.endDriving(hold) }
         unwindAfterCancel()
         return nil
