@@ -313,82 +313,33 @@ __attribute__((target("avx2"))) CU_UNCHECKED static void mark_differences_avx2(
   }
 }
 
-// The same with AVX-512, eight words per step, each step's compare giving its eight bits
-// directly; the last few words are compared under a lane mask, which reads nothing past them.
-// Half the instructions of the AVX2 loop for the same words.
-__attribute__((target("avx512f"))) CU_UNCHECKED static void mark_differences_avx512(
-    const unsigned long long *words, const unsigned long long *reference, size_t count,
-    size_t first, unsigned long long *map) {
-  for (size_t i = 0; i < count;) {
-    size_t bit = (first + i) % 64;
-    size_t run = count - i < 64 - bit ? count - i : 64 - bit;
-    unsigned long long mask = 0;
-    size_t k = 0;
-    for (; k + 8 <= run; k += 8) {
-      __mmask8 differ = _mm512_cmpneq_epi64_mask(_mm512_loadu_si512(words + i + k),
-                                                 _mm512_loadu_si512(reference + i + k));
-      mask = (mask >> 8) | ((unsigned long long)differ << 56);
-    }
-    mask = k == 0 ? 0 : mask >> (64 - k);
-    if (k < run) {
-      __mmask8 lanes = (__mmask8)((1u << (run - k)) - 1);
-      __mmask8 differ = _mm512_mask_cmpneq_epi64_mask(
-          lanes, _mm512_maskz_loadu_epi64(lanes, words + i + k),
-          _mm512_maskz_loadu_epi64(lanes, reference + i + k));
-      mask |= (unsigned long long)differ << k;
-    }
-    map[(first + i) / 64] |= mask << bit;
-    i += run;
-  }
-}
+// 0 until first asked, then 1 (no AVX2) or 2 (AVX2, and the system saves the YMM registers).
+static int avx2_answer;
 
-// The widest compare this processor and system offer: 0 until first asked, then
-// cu_vector_portable, cu_vector_avx2 or cu_vector_avx512.
-enum { cu_vector_portable = 1, cu_vector_avx2, cu_vector_avx512 };
-static int vector_answer;
-
-static int vector_level(void) {
-  int answer = __atomic_load_n(&vector_answer, __ATOMIC_RELAXED);
+static int avx2_usable(void) {
+  int answer = __atomic_load_n(&avx2_answer, __ATOMIC_RELAXED);
   if (answer == 0) {
     unsigned eax, ebx, ecx, edx;
-    answer = cu_vector_portable;
+    int usable = 0;
     // OSXSAVE and AVX in leaf 1; the system saves SSE and AVX state (XCR0 bits 1 and 2); AVX2
-    // in leaf 7. AVX-512 Foundation in leaf 7 too, and the system must also save the opmask
-    // and the upper ZMM registers (XCR0 bits 5, 6 and 7).
+    // in leaf 7.
     if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_OSXSAVE) && (ecx & bit_AVX)) {
       unsigned low, high;
       __asm__("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
       if ((low & 6) == 6 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & bit_AVX2)) {
-        answer = cu_vector_avx2;
-        if ((ebx & bit_AVX512F) && (low & 0xe6) == 0xe6) answer = cu_vector_avx512;
+        usable = 1;
       }
     }
-    __atomic_store_n(&vector_answer, answer, __ATOMIC_RELAXED);
+    answer = usable ? 2 : 1;
+    __atomic_store_n(&avx2_answer, answer, __ATOMIC_RELAXED);
   }
-  return answer;
-}
-
-// Bits set in `map`'s first `count` words, with the POPCNT instruction (every processor with
-// AVX2 has it; the portable build does not assume it).
-__attribute__((target("popcnt"))) static size_t count_bits_popcnt(const unsigned long long *map,
-                                                                  size_t count) {
-  size_t bits = 0;
-  for (size_t i = 0; i < count; i++) bits += (size_t)__builtin_popcountll(map[i]);
-  return bits;
+  return answer == 2;
 }
 #endif
 
 int cu_shared_stack_uses_avx2(void) {
 #if defined(__x86_64__)
-  return vector_level() >= cu_vector_avx2;
-#else
-  return 0;
-#endif
-}
-
-int cu_shared_stack_uses_avx512(void) {
-#if defined(__x86_64__)
-  return vector_level() >= cu_vector_avx512;
+  return avx2_usable();
 #else
   return 0;
 #endif
@@ -397,49 +348,25 @@ int cu_shared_stack_uses_avx512(void) {
 int cu_shared_stack_mark_differences(const unsigned long long *words,
                                      const unsigned long long *reference, size_t count,
                                      size_t first, unsigned long long *map, int vector) {
-  if (vector == 0) {
+  if (!vector) {
     mark_differences_portable(words, reference, count, first, map);
     return 1;
   }
 #if defined(__x86_64__)
-  if (vector == 1 && vector_level() >= cu_vector_avx2) {
+  if (avx2_usable()) {
     mark_differences_avx2(words, reference, count, first, map);
-    return 1;
-  }
-  if (vector == 2 && vector_level() >= cu_vector_avx512) {
-    mark_differences_avx512(words, reference, count, first, map);
     return 1;
   }
 #endif
   return 0;
 }
 
-// With the widest compare usable here.
+// With AVX2 where it is usable, else with the portable loop.
 static void mark_differences(const unsigned long long *words, const unsigned long long *reference,
                              size_t count, size_t first, unsigned long long *map) {
-#if defined(__x86_64__)
-  switch (vector_level()) {
-    case cu_vector_avx512:
-      mark_differences_avx512(words, reference, count, first, map);
-      return;
-    case cu_vector_avx2:
-      mark_differences_avx2(words, reference, count, first, map);
-      return;
-    default:
-      break;
+  if (!cu_shared_stack_mark_differences(words, reference, count, first, map, 1)) {
+    mark_differences_portable(words, reference, count, first, map);
   }
-#endif
-  mark_differences_portable(words, reference, count, first, map);
-}
-
-// Bits set in `map`'s first `count` words.
-static size_t count_bits(const unsigned long long *map, size_t count) {
-#if defined(__x86_64__)
-  if (vector_level() >= cu_vector_avx2) return count_bits_popcnt(map, count);
-#endif
-  size_t bits = 0;
-  for (size_t i = 0; i < count; i++) bits += (size_t)__builtin_popcountll(map[i]);
-  return bits;
 }
 
 // The bits of a map's first word that stand for registers, and those that stand for frames.
@@ -533,7 +460,10 @@ static void save(cu_fiber *occupant) {
     memset(map, 0, 8 * map_words);
     mark_differences(registers, reference->word, parked_words, 0, map);
     mark_differences(frames, reference->word + parked_words, used_words, parked_words, map);
-    size_t differing = count_bits(map, map_words);
+    size_t differing = 0;
+    for (size_t slot = 0; slot < map_words; slot++) {
+      differing += (size_t)__builtin_popcountll(map[slot]);
+    }
     if (2 * (map_words + differing) <= words) {
       reference->references++;  // before the old delta lets go of it (it may be the same image)
       cu_stack_delta *delta =

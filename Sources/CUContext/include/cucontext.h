@@ -90,18 +90,13 @@ size_t cu_fiber_saved_size(const cu_fiber *_Nonnull fiber);
 /// differ from an image: below it, whole copies (faster to switch, and little memory anyway).
 enum { CU_SHARED_DELTA_MIN_FIBERS = 32 };
 
-/// 1 when this processor and system can compare a parking with its stack's image four words at
-/// a time (x86_64 with AVX2, which the system saves), 0 otherwise.
+/// 1 when a parking is compared with its stack's image four words at a time (x86_64 with AVX2,
+/// which the system saves), 0 when with the portable loop.
 int cu_shared_stack_uses_avx2(void);
 
-/// 1 when they can compare eight words at a time (x86_64 with AVX-512 Foundation, whose
-/// registers the system saves): then that loop is the one used, else AVX2's, else the portable
-/// one.
-int cu_shared_stack_uses_avx512(void);
-
 /// For tests: sets bit `first + i` of `map` for each of `count` words that differs from
-/// `reference`'s, with the portable loop (`vector` 0), the AVX2 loop (1) or the AVX-512 one (2).
-/// Returns 0, changing nothing, when the loop asked for is not usable here.
+/// `reference`'s, with the AVX2 loop (`vector` 1) or the portable one (0). Returns 0, changing
+/// nothing, when AVX2 was asked for and is not usable here.
 int cu_shared_stack_mark_differences(const unsigned long long *_Nonnull words,
                                      const unsigned long long *_Nonnull reference, size_t count,
                                      size_t first, unsigned long long *_Nonnull map, int vector);
