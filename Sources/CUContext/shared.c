@@ -335,6 +335,15 @@ static int avx2_usable(void) {
   }
   return answer == 2;
 }
+
+// Bits set in `map`'s first `count` words, with the POPCNT instruction: every processor with
+// AVX2 has it, and the portable build does not assume it (a dozen instructions per word).
+__attribute__((target("popcnt"))) static size_t count_bits_popcnt(const unsigned long long *map,
+                                                                  size_t count) {
+  size_t bits = 0;
+  for (size_t i = 0; i < count; i++) bits += (size_t)__builtin_popcountll(map[i]);
+  return bits;
+}
 #endif
 
 int cu_shared_stack_uses_avx2(void) {
@@ -359,6 +368,16 @@ int cu_shared_stack_mark_differences(const unsigned long long *words,
   }
 #endif
   return 0;
+}
+
+// Bits set in `map`'s first `count` words.
+static size_t count_bits(const unsigned long long *map, size_t count) {
+#if defined(__x86_64__)
+  if (avx2_usable()) return count_bits_popcnt(map, count);
+#endif
+  size_t bits = 0;
+  for (size_t i = 0; i < count; i++) bits += (size_t)__builtin_popcountll(map[i]);
+  return bits;
 }
 
 // With AVX2 where it is usable, else with the portable loop.
@@ -460,10 +479,7 @@ static void save(cu_fiber *occupant) {
     memset(map, 0, 8 * map_words);
     mark_differences(registers, reference->word, parked_words, 0, map);
     mark_differences(frames, reference->word + parked_words, used_words, parked_words, map);
-    size_t differing = 0;
-    for (size_t slot = 0; slot < map_words; slot++) {
-      differing += (size_t)__builtin_popcountll(map[slot]);
-    }
+    size_t differing = count_bits(map, map_words);
     if (2 * (map_words + differing) <= words) {
       reference->references++;  // before the old delta lets go of it (it may be the same image)
       cu_stack_delta *delta =
