@@ -13,11 +13,10 @@ func progress(_ what: String) {
 }
 
 let backends = CoroutineBackend.allCases.filter(\.isAvailable)
-/// Child processes per timed figure. Each process places stacks, contexts and the loop's own
-/// stack anew (ASLR), and a switch's speed depends on that placement (see Performance.md): the
-/// same binary's `co_delay(0)` moved by a third from one process to the next. The bare
-/// baselines keep the best of eight placements, so our figures keep the best of several
-/// processes too.
+/// Child processes per timed figure, of which the fastest is kept: the same binary's
+/// `co_delay(0)` moved by a third from one process to the next, as this shared host's speed
+/// changes from minute to minute (see Performance.md, "The seventh session"). The bare baselines
+/// keep the best of eight stack placements, so our figures keep the best of several processes.
 let processesPerFigure = 3
 func perBackend(_ figure: String) throws -> [CoroutineBackend: [Double]] {
   var results: [CoroutineBackend: [Double]] = [:]
@@ -86,15 +85,18 @@ for count in [10_000, 100_000, 1_000_000] {
 var seedCoroutines: [Int: SeedTable.Cell] = [:]
 var seedShared: [Int: SeedTable.Cell] = [:]
 var seedThreads: [Int: SeedTable.Cell] = [:]
+// Each cell, coroutines and threads alike, keeps the fastest of `processesPerFigure` processes,
+// as the timed figures do: this host's speed swings by half from one minute to the next, and a
+// single process per cell reported the swing (40 or 60 ms for the same binary on shared stacks).
 for size in SeedTable.sizes {
   progress("coroutines versus threads, \(size) tasks")
-  let co = try Child.measure("seed-coroutines-\(size)", on: .current)
+  let co = try bestOfProcesses("seed-coroutines-\(size)", on: .current)
   seedCoroutines[size] = SeedTable.Cell(
     wallNanoseconds: co[0], threads: Int(co[1]), peakBytes: co[2])
-  let sh = try Child.measure("seed-shared-\(size)", on: .current)
+  let sh = try bestOfProcesses("seed-shared-\(size)", on: .current)
   seedShared[size] = SeedTable.Cell(wallNanoseconds: sh[0], threads: Int(sh[1]), peakBytes: sh[2])
   if size <= SeedTable.threadCap {
-    let th = try Child.measure("seed-threads-\(size)", on: .current)
+    let th = try bestOfProcesses("seed-threads-\(size)", on: .current)
     seedThreads[size] = SeedTable.Cell(
       wallNanoseconds: th[0], threads: Int(th[1]), peakBytes: th[2])
   }
