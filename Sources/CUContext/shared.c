@@ -335,14 +335,23 @@ static int avx2_usable(void) {
   }
   return answer == 2;
 }
+#endif
 
-// Bits set in `map`'s first `count` words, with the POPCNT instruction: every processor with
-// AVX2 has it, and the portable build does not assume it (a dozen instructions per word).
-__attribute__((target("popcnt"))) static size_t count_bits_popcnt(const unsigned long long *map,
-                                                                  size_t count) {
+// Bits set in `map`'s first `count` words. Inlined into each caller, so that it is compiled with
+// the caller's instructions.
+__attribute__((always_inline)) static inline size_t sum_of_bits(const unsigned long long *map,
+                                                                 size_t count) {
   size_t bits = 0;
   for (size_t i = 0; i < count; i++) bits += (size_t)__builtin_popcountll(map[i]);
   return bits;
+}
+
+#if defined(__x86_64__)
+// With the POPCNT instruction: every processor with AVX2 has it, and the portable build does not
+// assume it (a dozen instructions per word).
+__attribute__((target("popcnt"))) static size_t count_bits_popcnt(const unsigned long long *map,
+                                                                  size_t count) {
+  return sum_of_bits(map, count);
 }
 #endif
 
@@ -375,9 +384,7 @@ static size_t count_bits(const unsigned long long *map, size_t count) {
 #if defined(__x86_64__)
   if (avx2_usable()) return count_bits_popcnt(map, count);
 #endif
-  size_t bits = 0;
-  for (size_t i = 0; i < count; i++) bits += (size_t)__builtin_popcountll(map[i]);
-  return bits;
+  return sum_of_bits(map, count);
 }
 
 // With AVX2 where it is usable, else with the portable loop.
