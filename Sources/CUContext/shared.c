@@ -390,9 +390,13 @@ static size_t count_bits(const unsigned long long *map, size_t count) {
 // With AVX2 where it is usable, else with the portable loop.
 static void mark_differences(const unsigned long long *words, const unsigned long long *reference,
                              size_t count, size_t first, unsigned long long *map) {
-  if (!cu_shared_stack_mark_differences(words, reference, count, first, map, 1)) {
-    mark_differences_portable(words, reference, count, first, map);
+#if defined(__x86_64__)
+  if (avx2_usable()) {
+    mark_differences_avx2(words, reference, count, first, map);
+    return;
   }
+#endif
+  mark_differences_portable(words, reference, count, first, map);
 }
 
 // The bits of a map's first word that stand for registers, and those that stand for frames.
