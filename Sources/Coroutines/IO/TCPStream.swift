@@ -1,0 +1,175 @@
+import Foundation
+
+/// A TCP connection whose reads and writes suspend the calling coroutine, never its thread.
+///
+/// ```swift
+/// let stream = try CoTCPStream.connect(host: "127.0.0.1", port: port, timeout: 5)
+/// defer { stream.close() }
+/// try stream.write(Array("ping".utf8))
+/// let reply = try stream.read(upTo: 4096)   // [] once the peer has closed its side
+/// ```
+///
+/// Each call tries its system call first and waits only when the kernel says it would block,
+/// so a read of data that has already arrived costs one system call and no switch. The socket
+/// is non-blocking and close-on-exec, with `TCP_NODELAY` on; writes never raise `SIGPIPE`.
+///
+/// One coroutine may read while another writes. Two readers (or two writers) at once are
+/// refused with ``CoroutineError/descriptorBusy(fd:)`` when both would wait.
+///
+/// Errors are Foundation's `POSIXError` with the system's code (`.ECONNREFUSED`,
+/// `.ECONNRESET`, `.EPIPE`, …); ``close()``, from any coroutine or thread, ends the waits on
+/// the stream with `POSIXError(.EBADF)`, which every later call throws too. A stream released
+/// without `close()` closes its socket.
+public final class CoTCPStream: Sendable {
+  let descriptor: OwnedDescriptor
+
+  /// Takes ownership of the connected, non-blocking socket `fd`.
+  init(adopting fd: Int32) {
+    descriptor = OwnedDescriptor(fd)
+  }
+
+  /// Connects to `host`, an IPv4 or IPv6 literal or a name, on `port`. A name is resolved off
+  /// the loop's thread; with several addresses, each is tried in the resolver's order until one
+  /// connects, and the last one's error is thrown if none does.
+  ///
+  /// - Parameter timeout: Seconds for the whole call, the lookup and every attempt included;
+  ///   nil waits as long as the system does.
+  /// - Throws: `POSIXError` (`.ECONNREFUSED`, `.ENETUNREACH`, …), ``CoResolutionError`` for a
+  ///   name that does not resolve, ``CoroutineError/timedOut``, `CancellationError`, and
+  ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
+  public static func connect(host: String, port: UInt16, timeout: Double? = nil) throws
+    -> CoTCPStream
+  {
+    let call: StaticString = "CoTCPStream.connect(host:port:timeout:)"
+    guard Coroutine.current != nil else { throw CoroutineError.notInCoroutine }
+    let deadline = CallDeadline(checkedTimeout(timeout, in: call))
+    var lastError: any Error = POSIXError(.EADDRNOTAVAIL)
+    for address in try resolveTCP(host: host, port: port, passive: false) {
+      do {
+        return try connect(to: address, deadline: deadline, call: call)
+      } catch let error as POSIXError {
+        lastError = error  // the next address may answer
+      }
+    }
+    throw lastError
+  }
+
+  /// One attempt: a non-blocking connect, a wait for writable, then the socket's error.
+  private static func connect(to address: SocketAddress, deadline: CallDeadline, call: StaticString)
+    throws -> CoTCPStream
+  {
+    let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw lastPOSIXError() }
+    let stream = CoTCPStream(adopting: fd)
+    // Closed on every way out but success, cancellation and timeout included.
+    var connected = false
+    defer { if !connected { stream.close() } }
+    try setSocketOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+    let result = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+    if result != 0 {
+      guard errno == EINPROGRESS else { throw lastPOSIXError() }
+      _ = try waitForDescriptor(
+        fd, .writable, timeout: deadline.remaining, call: call, owner: stream.descriptor)
+      var error: Int32 = 0
+      var length = socklen_t(MemoryLayout<Int32>.size)
+      if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { throw lastPOSIXError() }
+      if error != 0 { throw POSIXError(POSIXErrorCode(rawValue: error) ?? .ECONNREFUSED) }
+    }
+    connected = true
+    return stream
+  }
+
+  /// Reads up to `maxBytes` bytes, waiting until at least one byte arrives; returns `[]` at the
+  /// end of the stream (the peer closed or shut down its side), and for a `maxBytes` of zero.
+  ///
+  /// - Parameter timeout: Seconds to wait at most; past it ``CoroutineError/timedOut`` is thrown
+  ///   and the stream stays usable.
+  public func read(upTo maxBytes: Int, timeout: Double? = nil) throws -> [UInt8] {
+    coPrecondition(
+      maxBytes >= 0, "CoTCPStream.read(upTo:timeout:): maxBytes \(maxBytes) is negative")
+    if maxBytes == 0 { return [] }
+    return try [UInt8](unsafeUninitializedCapacity: maxBytes) { buffer, count in
+      count = try receive(
+        into: UnsafeMutableRawBufferPointer(buffer), timeout: timeout,
+        call: "CoTCPStream.read(upTo:timeout:)")
+    }
+  }
+
+  /// Reads into `buffer`, waiting until at least one byte arrives; returns how many bytes were
+  /// read, 0 at the end of the stream (or for an empty buffer).
+  ///
+  /// - Parameter timeout: As for ``read(upTo:timeout:)``.
+  public func read(into buffer: UnsafeMutableRawBufferPointer, timeout: Double? = nil) throws
+    -> Int
+  {
+    try receive(into: buffer, timeout: timeout, call: "CoTCPStream.read(into:timeout:)")
+  }
+
+  private func receive(
+    into buffer: UnsafeMutableRawBufferPointer, timeout: Double?, call: StaticString
+  ) throws -> Int {
+    let timeout = checkedTimeout(timeout, in: call)
+    if buffer.isEmpty { return 0 }
+    return try descriptor.use { fd in
+      while true {
+        let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+        if count >= 0 { return count }
+        switch errno {
+        case EAGAIN, EWOULDBLOCK:
+          _ = try waitForDescriptor(fd, .readable, timeout: timeout, call: call, owner: descriptor)
+        case EINTR: continue
+        default: throw lastPOSIXError()
+        }
+      }
+    }
+  }
+
+  /// Writes all of `bytes`, waiting whenever the socket's buffer is full.
+  ///
+  /// - Parameter timeout: Seconds for the whole write; past it ``CoroutineError/timedOut`` is
+  ///   thrown. Bytes the kernel took before that are sent; the stream stays usable.
+  /// - Throws: `POSIXError(.EPIPE)` or `(.ECONNRESET)` when the peer is gone (never `SIGPIPE`).
+  public func write(_ bytes: [UInt8], timeout: Double? = nil) throws {
+    try bytes.withUnsafeBytes {
+      try send($0, timeout: timeout, call: "CoTCPStream.write(_:timeout:)")
+    }
+  }
+
+  /// Writes all of `bytes`, as ``write(_:timeout:)-([UInt8],_)`` does.
+  public func write(_ bytes: UnsafeRawBufferPointer, timeout: Double? = nil) throws {
+    try send(bytes, timeout: timeout, call: "CoTCPStream.write(_:timeout:)")
+  }
+
+  private func send(_ bytes: UnsafeRawBufferPointer, timeout: Double?, call: StaticString) throws {
+    let deadline = CallDeadline(checkedTimeout(timeout, in: call))
+    try descriptor.use { fd in
+      var sent = 0
+      while sent < bytes.count {
+        let count = Glibc.send(fd, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+        if count >= 0 {
+          sent += count
+          continue
+        }
+        switch errno {
+        case EAGAIN, EWOULDBLOCK:
+          _ = try waitForDescriptor(
+            fd, .writable, timeout: deadline.remaining, call: call, owner: descriptor)
+        case EINTR: continue
+        default: throw lastPOSIXError()
+        }
+      }
+    }
+  }
+
+  /// Shuts down the sending side: the peer reads the end of the stream once it has read what
+  /// was sent; reading from this side goes on. Does nothing on a closed stream.
+  public func shutdownWrite() {
+    _ = try? descriptor.use { Glibc.shutdown($0, Int32(SHUT_WR)) }
+  }
+
+  /// Closes the stream: waits on it end with `POSIXError(.EBADF)`, later calls throw it, and
+  /// the socket is closed as soon as no call is using it. Calling it again does nothing.
+  public func close() {
+    descriptor.close()
+  }
+}

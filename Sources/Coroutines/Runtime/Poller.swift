@@ -1,0 +1,231 @@
+import CLinux
+import Foundation
+
+/// A loop's window on the kernel: an epoll instance that the loop sleeps in, the coroutines
+/// waiting for descriptors to become ready, and an eventfd through which other threads wake it.
+///
+/// Only the loop's own thread registers, polls and forgets; ``wake()`` is for any thread.
+///
+/// Each wait arms its descriptor one-shot (`EPOLLONESHOT`) for exactly the directions that have
+/// a waiter: an event disarms it in the kernel as it is reported, so a descriptor nobody waits
+/// for again stays silent, and no event can reach a waiter that has gone (see the Networking
+/// article for the measurement behind this choice).
+final class Poller {
+  /// The epoll instance.
+  private let epoll: Int32
+  /// The eventfd other threads write to wake the loop; level-triggered, read back once woken.
+  private let wakeDescriptor: Int32
+  /// Waiters by descriptor number: descriptors are small and dense, so an array indexed by them
+  /// finds a waiter without hashing.
+  private var waiters: [DescriptorWaiters] = []
+  /// Directions waited for across all descriptors: while it is zero, the loop never polls
+  /// without sleeping.
+  private(set) var waiterCount = 0
+  private let events: UnsafeMutablePointer<epoll_event>
+  private static let eventBatch: Int32 = 256
+  /// The `data` of the wake-up descriptor's events: no descriptor has this number.
+  private static let wakeToken = UInt64.max
+
+  init() {
+    epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+    if epoll < 0 { coStop("CoroutineLoop: epoll_create1 failed (\(errnoDescription()))") }
+    wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+    if wakeDescriptor < 0 { coStop("CoroutineLoop: eventfd failed (\(errnoDescription()))") }
+    events = .allocate(capacity: Int(Self.eventBatch))
+    var event = epoll_event()
+    event.events = EPOLLIN.rawValue
+    event.data.u64 = Self.wakeToken
+    if epoll_ctl(epoll, EPOLL_CTL_ADD, wakeDescriptor, &event) != 0 {
+      coStop("CoroutineLoop: epoll_ctl could not watch its eventfd (\(errnoDescription()))")
+    }
+  }
+
+  deinit {
+    close(wakeDescriptor)
+    close(epoll)
+    events.deallocate()
+  }
+
+  // MARK: Any thread
+
+  /// Ends the loop's sleep in ``poll(timeout:)``, or the next one if it is not asleep yet.
+  func wake() {
+    var one: UInt64 = 1
+    // EAGAIN means the counter is full, so a wake-up is pending anyway.
+    _ = write(wakeDescriptor, &one, 8)
+  }
+
+  // MARK: The loop's thread
+
+  /// Registers `resumer` to be resumed with the ready events once `fd` is ready for `events`
+  /// (both directions are one registration each). Returns the events at once, without
+  /// registering, when the descriptor cannot be polled because it is always ready (a regular
+  /// file or a directory).
+  ///
+  /// - Throws: `POSIXError` when the kernel refuses the descriptor (`EBADF` for a closed one);
+  ///   ``CoroutineError/descriptorBusy(fd:)`` when another coroutine already waits for one of
+  ///   the same directions.
+  func register(_ fd: Int32, for events: CoIOEvents, _ resumer: CoroutineResumer<CoIOEvents>)
+    throws -> CoIOEvents?
+  {
+    let index = Int(fd)
+    if index >= waiters.count { grow(toHold: index) }
+    if events.contains(.readable) && waiters[index].reader != nil
+      || events.contains(.writable) && waiters[index].writer != nil
+    {
+      throw CoroutineError.descriptorBusy(fd: fd)
+    }
+    if events.contains(.readable) { waiters[index].reader = resumer }
+    if events.contains(.writable) { waiters[index].writer = resumer }
+    let error = rearm(fd)
+    guard error != 0 else {
+      waiterCount += events.rawValue.nonzeroBitCount
+      return nil
+    }
+    if events.contains(.readable) { waiters[index].reader = nil }
+    if events.contains(.writable) { waiters[index].writer = nil }
+    if error == EPERM { return events }  // regular files are always ready; epoll refuses them
+    throw POSIXError(POSIXErrorCode(rawValue: error) ?? .EINVAL)
+  }
+
+  /// Takes `resumer` off `fd` if it is still registered there (its wait ended some other way:
+  /// a timeout, cancellation, a close) and disarms what nobody waits for any more.
+  func forget(_ fd: Int32, _ resumer: CoroutineResumer<CoIOEvents>) {
+    let index = Int(fd)
+    guard index < waiters.count else { return }
+    var removed = 0
+    if waiters[index].reader === resumer {
+      waiters[index].reader = nil
+      removed += 1
+    }
+    if waiters[index].writer === resumer {
+      waiters[index].writer = nil
+      removed += 1
+    }
+    guard removed > 0 else { return }
+    waiterCount -= removed
+    if waiters[index].wanted == 0, waiters[index].armed != 0 {
+      // Nobody waits: take the descriptor out of the interest list, so that nothing stays
+      // registered for a wait that is over.
+      _ = epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)
+      waiters[index].armed = 0
+      waiters[index].inKernel = false
+    } else {
+      _ = rearm(fd)
+    }
+  }
+
+  /// Waits up to `timeout` nanoseconds (nil: until woken; 0: not at all) for descriptors and
+  /// wake-ups, and resumes the coroutines whose descriptors are ready. Returns true when another
+  /// thread's ``wake()`` was among the events.
+  @discardableResult
+  func poll(timeout: UInt64?) -> Bool {
+    var time = timeout.map { timespec(tv_sec: Int($0 / 1_000_000_000), tv_nsec: Int($0 % 1_000_000_000)) }
+    let count: Int32
+    if time != nil {
+      count = epoll_pwait2(epoll, events, Self.eventBatch, &time!, nil)
+    } else {
+      count = epoll_pwait2(epoll, events, Self.eventBatch, nil, nil)
+    }
+    guard count > 0 else { return false }  // a timeout, or EINTR: the loop looks again
+    var woken = false
+    for offset in 0..<Int(count) {
+      let event = events[offset]
+      if event.data.u64 == Self.wakeToken {
+        var counter: UInt64 = 0
+        _ = read(wakeDescriptor, &counter, 8)
+        woken = true
+      } else {
+        deliver(event.events, to: Int32(truncatingIfNeeded: event.data.u64))
+      }
+    }
+    return woken
+  }
+
+  /// Resumes the waiters of `fd` that `kernelEvents` makes ready, and re-arms the kernel for the
+  /// directions still waited for (the one-shot event disarmed it).
+  private func deliver(_ kernelEvents: UInt32, to fd: Int32) {
+    let index = Int(fd)
+    guard index < waiters.count else { return }
+    waiters[index].armed = 0
+    // An error or a hang-up ends both directions' waits: the system call each retries reports it.
+    let failed = kernelEvents & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
+    var ready: CoIOEvents = failed ? [.readable, .writable] : []
+    if kernelEvents & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLPRI.rawValue) != 0 {
+      ready.insert(.readable)
+    }
+    if kernelEvents & EPOLLOUT.rawValue != 0 { ready.insert(.writable) }
+    if ready.contains(.readable), let reader = waiters[index].reader {
+      waiters[index].reader = nil
+      waiterCount -= 1
+      if waiters[index].writer === reader {  // one wait for both directions
+        waiters[index].writer = nil
+        waiterCount -= 1
+      }
+      reader.resume(.success(ready))
+    }
+    if ready.contains(.writable), let writer = waiters[index].writer {
+      waiters[index].writer = nil
+      waiterCount -= 1
+      if waiters[index].reader === writer {
+        waiters[index].reader = nil
+        waiterCount -= 1
+      }
+      writer.resume(.success(ready))
+    }
+    if waiters[index].wanted != 0 { _ = rearm(fd) }
+  }
+
+  /// Arms `fd` one-shot for exactly the directions waited for, adding it to the interest list
+  /// if it is not there. Returns 0 or the system's error.
+  private func rearm(_ fd: Int32) -> Int32 {
+    let index = Int(fd)
+    let wanted = waiters[index].wanted
+    if wanted == waiters[index].armed { return 0 }
+    var event = epoll_event()
+    event.events = wanted | EPOLLONESHOT.rawValue
+    event.data.u64 = UInt64(UInt32(bitPattern: fd))
+    if waiters[index].inKernel {
+      if epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &event) == 0 {
+        waiters[index].armed = wanted
+        return 0
+      }
+      // Closed and its number reused since: the old registration went with the old file.
+      guard errno == ENOENT else { return errno }
+      waiters[index].inKernel = false
+    }
+    if epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) != 0 {
+      guard errno == EEXIST, epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &event) == 0 else { return errno }
+    }
+    waiters[index].inKernel = true
+    waiters[index].armed = wanted
+    return 0
+  }
+
+  private func grow(toHold index: Int) {
+    let count = max(index + 1, waiters.count * 2, 64)
+    waiters.append(
+      contentsOf: repeatElement(DescriptorWaiters(), count: count - waiters.count))
+  }
+}
+
+/// Who waits for one descriptor, and what the kernel has armed for it.
+private struct DescriptorWaiters {
+  var reader: CoroutineResumer<CoIOEvents>?
+  var writer: CoroutineResumer<CoIOEvents>?
+  /// The epoll events armed now (zero once a one-shot event has fired).
+  var armed: UInt32 = 0
+  /// True while the descriptor is in the epoll interest list (armed or not).
+  var inKernel = false
+
+  /// The epoll events the waiters need.
+  var wanted: UInt32 {
+    (reader != nil ? EPOLLIN.rawValue | EPOLLRDHUP.rawValue : 0)
+      | (writer != nil ? EPOLLOUT.rawValue : 0)
+  }
+}
+
+/// `strerror(errno)` with the number, for messages.
+func errnoDescription(_ code: Int32 = errno) -> String {
+  "\(String(cString: strerror(code))), errno \(code)"
+}
