@@ -1,5 +1,6 @@
 import CLinux
 import Foundation
+import Synchronization
 
 /// A loop's window on the kernel: an epoll instance that the loop sleeps in, the coroutines
 /// waiting for descriptors to become ready, and an eventfd through which other threads wake it.
@@ -19,8 +20,9 @@ final class Poller {
   /// finds a waiter without hashing.
   private var waiters: [DescriptorWaiters] = []
   /// Directions waited for across all descriptors: while it is zero, the loop never polls
-  /// without sleeping.
-  private(set) var waiterCount = 0
+  /// without sleeping. Written only by the loop's thread; atomic so that tests and diagnostics
+  /// may read it from others.
+  private let waiting = Atomic<Int>(0)
   private let events: UnsafeMutablePointer<epoll_event>
   private static let eventBatch: Int32 = 256
   /// The `data` of the wake-up descriptor's events: no descriptor has this number.
@@ -38,6 +40,14 @@ final class Poller {
     if epoll_ctl(epoll, EPOLL_CTL_ADD, wakeDescriptor, &event) != 0 {
       coStop("CoroutineLoop: epoll_ctl could not watch its eventfd (\(errnoDescription()))")
     }
+  }
+
+  /// Directions waited for across all descriptors (see `waiting`).
+  var waiterCount: Int { waiting.load(ordering: .relaxed) }
+
+  /// Adds `change` to `waiting`: a load and a store, as only the loop's thread writes it.
+  private func countWaiters(_ change: Int) {
+    waiting.store(waiting.load(ordering: .relaxed) &+ change, ordering: .relaxed)
   }
 
   deinit {
@@ -79,7 +89,7 @@ final class Poller {
     if events.contains(.writable) { waiters[index].writer = resumer }
     let error = rearm(fd)
     guard error != 0 else {
-      waiterCount += events.rawValue.nonzeroBitCount
+      countWaiters(events.rawValue.nonzeroBitCount)
       return nil
     }
     if events.contains(.readable) { waiters[index].reader = nil }
@@ -103,7 +113,7 @@ final class Poller {
       removed += 1
     }
     guard removed > 0 else { return }
-    waiterCount -= removed
+    countWaiters(-removed)
     if waiters[index].wanted == 0, waiters[index].armed != 0 {
       // Nobody waits: take the descriptor out of the interest list, so that nothing stays
       // registered for a wait that is over.
@@ -157,19 +167,19 @@ final class Poller {
     if kernelEvents & EPOLLOUT.rawValue != 0 { ready.insert(.writable) }
     if ready.contains(.readable), let reader = waiters[index].reader {
       waiters[index].reader = nil
-      waiterCount -= 1
+      countWaiters(-1)
       if waiters[index].writer === reader {  // one wait for both directions
         waiters[index].writer = nil
-        waiterCount -= 1
+        countWaiters(-1)
       }
       reader.resume(.success(ready))
     }
     if ready.contains(.writable), let writer = waiters[index].writer {
       waiters[index].writer = nil
-      waiterCount -= 1
+      countWaiters(-1)
       if waiters[index].reader === writer {
         waiters[index].reader = nil
-        waiterCount -= 1
+        countWaiters(-1)
       }
       writer.resume(.success(ready))
     }

@@ -17,6 +17,10 @@ func expectNoDescriptorLeaked(
 ) rethrows {
   let before = openDescriptorCount()
   try body()
+  // A loop's own descriptors close when the last reference to it goes, which may be a Dispatch
+  // thread's, released a moment after the callback that held it returned.
+  let end = Date().addingTimeInterval(2)
+  while openDescriptorCount() != before, Date() < end { usleep(1000) }
   #expect(openDescriptorCount() == before, "descriptors leaked", sourceLocation: sourceLocation)
 }
 
@@ -54,9 +58,22 @@ final class TestPipe: Sendable {
   }
 }
 
-/// Bytes that differ from position to position, so that a byte out of place is noticed.
+/// Bytes that differ from position to position, so that a byte out of place is noticed: a
+/// block of a prime length (never a multiple of a buffer's size) repeated, which is quick to
+/// build even in a debug build.
 func patternBytes(_ count: Int, seed: Int = 0) -> [UInt8] {
-  (0..<count).map { UInt8(truncatingIfNeeded: ($0 &* 31) &+ seed &* 7 &+ ($0 >> 8)) }
+  let block = (0..<4093).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7 &+ $0 >> 8) }
+  var bytes: [UInt8] = []
+  bytes.reserveCapacity(count + block.count)
+  while bytes.count < count { bytes += block }
+  bytes.removeLast(bytes.count - count)
+  return bytes
+}
+
+/// True when both hold the same bytes (memcmp: `==` on arrays is slow in a debug build).
+func sameBytes(_ first: [UInt8], _ second: [UInt8]) -> Bool {
+  first.count == second.count
+    && first.withUnsafeBytes { a in second.withUnsafeBytes { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
 }
 
 extension CoTCPStream {
@@ -110,5 +127,29 @@ func echo(_ connection: CoTCPStream) throws {
     let count = try buffer.withUnsafeMutableBytes { try connection.read(into: $0) }
     if count == 0 { return }
     try buffer.withUnsafeBytes { try connection.write(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+  }
+}
+
+extension CoFuture {
+  /// Blocks the calling test thread until the future settles, for at most `seconds`; its result,
+  /// or nil if it did not settle in time.
+  func blockingResult(seconds: Double) -> Result<T, any Error>? {
+    let settled = DispatchSemaphore(value: 0)
+    whenComplete { _ in settled.signal() }
+    _ = settled.wait(timeout: .now() + seconds)
+    return result
+  }
+}
+
+extension CoroutineTestLoop {
+  /// Runs ready jobs until `future` settles, letting other threads (the shared poller) hand
+  /// coroutines back meanwhile; at most `seconds` of real time.
+  func runUntilSettled<T>(_ future: CoFuture<T>, seconds: Double) -> Result<T, any Error>? {
+    let end = Date().addingTimeInterval(seconds)
+    while future.result == nil, Date() < end {
+      runUntilIdle()
+      if future.result == nil { usleep(200) }
+    }
+    return future.result
   }
 }

@@ -65,7 +65,7 @@ extension IOTests {
     }
 
     @Test func aNameThatDoesNotResolveThrowsAResolutionError() throws {
-      try runOnLoopLeavingNoDescriptor {
+      try runOnLoopLeavingNoDescriptor { () throws in
         #expect(throws: CoResolutionError.self) {
           _ = try CoTCPStream.connect(host: "no-such-host.invalid", port: 80, timeout: 10)
         }

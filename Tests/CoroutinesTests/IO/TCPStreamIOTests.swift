@@ -39,39 +39,42 @@ extension IOTests {
     }
 
     @Test func aLargeTransferThroughASlowReaderSuspendsTheWriter() throws {
-      let size = 24 << 20
+      let size = 20 << 20
+      let sent = patternBytes(size)
       let (received, writerWaited) = try runOnLoopLeavingNoDescriptor { () -> ([UInt8], Bool) in
         let listener = try CoTCPListener()
         defer { listener.close() }
-        let sent = patternBytes(size)
         let waited = Atomic<Bool>(false)
         let writer = co_launch {
           let stream = try listener.accept()
           defer { stream.close() }
-          let loop = CoroutineLoop.current!
           let writing = Atomic<Bool>(true)
-          // Each time the loop gets a turn while the write is still under way, the writer
-          // must have been suspended: the loop runs one coroutine at a time.
-          loop.schedule { if writing.load(ordering: .relaxed) { waited.store(true, ordering: .relaxed) } }
+          // The loop runs one coroutine at a time: if this job runs while the write is still
+          // under way, the writer was suspended.
+          CoroutineLoop.current!.schedule {
+            if writing.load(ordering: .relaxed) { waited.store(true, ordering: .relaxed) }
+          }
           try stream.write(sent)
           writing.store(false, ordering: .relaxed)
           stream.shutdownWrite()
         }
         let stream = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
         defer { stream.close() }
-        var received: [UInt8] = []
-        received.reserveCapacity(size)
+        var received = [UInt8](repeating: 0, count: size + 1)
+        var count = 0
         while true {
-          try co_delay(0)  // a slow reader: let the writer fill the socket's buffers first
-          let chunk = try stream.read(upTo: 256 << 10)
-          if chunk.isEmpty { break }
-          received += chunk
+          try co_delay(0.0005)  // a slow reader: the writer fills the socket's buffers meanwhile
+          let read = try received.withUnsafeMutableBytes {
+            try stream.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[count...]))
+          }
+          if read == 0 { break }
+          count += read
         }
         try writer.await()
-        return (received, waited.load(ordering: .relaxed))
+        return (Array(received[..<count]), waited.load(ordering: .relaxed))
       }
       #expect(received.count == size)
-      #expect(received == patternBytes(size))
+      #expect(sameBytes(received, sent))
       #expect(writerWaited)
     }
 
