@@ -114,7 +114,9 @@ extension CoroutineLoop {
     }
     return try coroutine.suspend { (resumer: CoroutineResumer<CoIOEvents>) in
       do {
-        if let ready = try poller.register(fd, for: events, resumer) {
+        if let ready = try poller.register(
+          fd, for: events, owner: owner?.registration ?? 0, resumer)
+        {
           resumer.resume(.success(ready))
           return
         }

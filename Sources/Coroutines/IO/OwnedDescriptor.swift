@@ -10,6 +10,11 @@ import Synchronization
 /// marks the descriptor and wakes the calls that wait for it, and the last one out closes it.
 final class OwnedDescriptor: Sendable {
   let fd: Int32
+  /// A number no other owned descriptor of the process has had: pollers tell by it whether
+  /// their registration of `fd` is this owner's or one left behind by an earlier owner of the
+  /// same number.
+  let registration = OwnedDescriptor.nextRegistration.add(1, ordering: .relaxed).newValue
+  private static let nextRegistration = Atomic<UInt64>(0)
   private let state = Mutex(State())
 
   private struct State {

@@ -7,10 +7,14 @@ import Synchronization
 ///
 /// Only the loop's own thread registers, polls and forgets; ``wake()`` is for any thread.
 ///
-/// Each wait arms its descriptor one-shot (`EPOLLONESHOT`) for exactly the directions that have
-/// a waiter: an event disarms it in the kernel as it is reported, so a descriptor nobody waits
-/// for again stays silent, and no event can reach a waiter that has gone (see the Networking
-/// article for the measurement behind this choice).
+/// Two kinds of registration share one epoll set (the Networking article has the measurements
+/// behind them):
+/// - A descriptor a coroutine merely borrows (``co_wait(fd:for:timeout:)``) is armed one-shot
+///   (`EPOLLONESHOT`) for exactly the directions waited for: an event disarms it as it is
+///   reported, and a wait that ends otherwise takes it out, so nothing stays registered.
+/// - A descriptor a stream or listener owns is registered once, edge-triggered (`EPOLLET`) for
+///   both directions, until it is closed: waiting and waking then cost no system call, and an
+///   edge that comes while nobody waits is remembered for the next wait.
 final class Poller {
   /// The epoll instance.
   private let epoll: Int32
@@ -69,15 +73,22 @@ final class Poller {
 
   /// Registers `resumer` to be resumed with the ready events once `fd` is ready for `events`
   /// (both directions are one registration each). Returns the events at once, without
-  /// registering, when the descriptor cannot be polled because it is always ready (a regular
-  /// file or a directory).
+  /// registering, when they are known to be ready: the descriptor cannot be polled because it
+  /// is always ready (a regular file or a directory), or an edge arrived for it while nobody
+  /// waited (owned descriptors only).
+  ///
+  /// `owner` is 0 for a descriptor the caller merely borrows (`co_wait`): it is armed one-shot
+  /// for this wait and left silent afterwards. A stream or listener passes its registration
+  /// number: its descriptor is registered once, edge-triggered for both directions, and stays
+  /// registered until it is closed (closing a descriptor takes it out of every epoll set).
   ///
   /// - Throws: `POSIXError` when the kernel refuses the descriptor (`EBADF` for a closed one);
   ///   ``CoroutineError/descriptorBusy(fd:)`` when another coroutine already waits for one of
   ///   the same directions.
-  func register(_ fd: Int32, for events: CoIOEvents, _ resumer: CoroutineResumer<CoIOEvents>)
-    throws -> CoIOEvents?
-  {
+  func register(
+    _ fd: Int32, for events: CoIOEvents, owner: UInt64 = 0,
+    _ resumer: CoroutineResumer<CoIOEvents>
+  ) throws -> CoIOEvents? {
     let index = Int(fd)
     if index >= waiters.count { grow(toHold: index) }
     if events.contains(.readable) && waiters[index].reader != nil
@@ -85,21 +96,45 @@ final class Poller {
     {
       throw CoroutineError.descriptorBusy(fd: fd)
     }
+    if waiters[index].owner != owner {
+      // Another owner's registration, left behind when it closed (the kernel dropped it then),
+      // or a borrowed descriptor's: start afresh.
+      waiters[index].owner = 0
+      waiters[index].edges = []
+      waiters[index].armed = 0
+      waiters[index].inKernel = false
+      if owner != 0 {
+        let error = registerForEdges(fd, owner: owner)
+        if error != 0 { return try refused(events, error) }
+      }
+    }
+    if owner != 0 {
+      let seen = waiters[index].edges.intersection(events)
+      if !seen.isEmpty {
+        waiters[index].edges.subtract(seen)
+        return seen
+      }
+    }
     if events.contains(.readable) { waiters[index].reader = resumer }
     if events.contains(.writable) { waiters[index].writer = resumer }
-    let error = rearm(fd)
+    let error = owner != 0 ? 0 : rearm(fd)
     guard error != 0 else {
       countWaiters(events.rawValue.nonzeroBitCount)
       return nil
     }
     if events.contains(.readable) { waiters[index].reader = nil }
     if events.contains(.writable) { waiters[index].writer = nil }
+    return try refused(events, error)
+  }
+
+  /// What a registration the kernel refused with `error` means for the wait.
+  private func refused(_ events: CoIOEvents, _ error: Int32) throws -> CoIOEvents {
     if error == EPERM { return events }  // regular files are always ready; epoll refuses them
     throw POSIXError(POSIXErrorCode(rawValue: error) ?? .EINVAL)
   }
 
   /// Takes `resumer` off `fd` if it is still registered there (its wait ended some other way:
-  /// a timeout, cancellation, a close) and disarms what nobody waits for any more.
+  /// a timeout, cancellation, a close) and disarms a borrowed descriptor nobody waits for.
   func forget(_ fd: Int32, _ resumer: CoroutineResumer<CoIOEvents>) {
     let index = Int(fd)
     guard index < waiters.count else { return }
@@ -114,6 +149,7 @@ final class Poller {
     }
     guard removed > 0 else { return }
     countWaiters(-removed)
+    guard waiters[index].owner == 0 else { return }  // an owner's registration stays
     if waiters[index].wanted == 0, waiters[index].armed != 0 {
       // Nobody waits: take the descriptor out of the interest list, so that nothing stays
       // registered for a wait that is over.
@@ -130,7 +166,9 @@ final class Poller {
   /// thread's ``wake()`` was among the events.
   @discardableResult
   func poll(timeout: UInt64?) -> Bool {
-    var time = timeout.map { timespec(tv_sec: Int($0 / 1_000_000_000), tv_nsec: Int($0 % 1_000_000_000)) }
+    var time = timeout.map {
+      timespec(tv_sec: Int($0 / 1_000_000_000), tv_nsec: Int($0 % 1_000_000_000))
+    }
     let count: Int32
     if time != nil {
       count = epoll_pwait2(epoll, events, Self.eventBatch, &time!, nil)
@@ -152,12 +190,12 @@ final class Poller {
     return woken
   }
 
-  /// Resumes the waiters of `fd` that `kernelEvents` makes ready, and re-arms the kernel for the
-  /// directions still waited for (the one-shot event disarmed it).
+  /// Resumes the waiters of `fd` that `kernelEvents` makes ready. A borrowed descriptor is
+  /// re-armed for the directions still waited for (the one-shot event disarmed it); an owned
+  /// one remembers the edges nobody waited for, for the next wait.
   private func deliver(_ kernelEvents: UInt32, to fd: Int32) {
     let index = Int(fd)
     guard index < waiters.count else { return }
-    waiters[index].armed = 0
     // An error or a hang-up ends both directions' waits: the system call each retries reports it.
     let failed = kernelEvents & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
     var ready: CoIOEvents = failed ? [.readable, .writable] : []
@@ -165,29 +203,53 @@ final class Poller {
       ready.insert(.readable)
     }
     if kernelEvents & EPOLLOUT.rawValue != 0 { ready.insert(.writable) }
+    var unclaimed = ready
     if ready.contains(.readable), let reader = waiters[index].reader {
+      unclaimed.remove(.readable)
       waiters[index].reader = nil
       countWaiters(-1)
       if waiters[index].writer === reader {  // one wait for both directions
+        unclaimed.remove(.writable)
         waiters[index].writer = nil
         countWaiters(-1)
       }
       reader.resume(.success(ready))
     }
     if ready.contains(.writable), let writer = waiters[index].writer {
+      unclaimed.remove(.writable)
       waiters[index].writer = nil
       countWaiters(-1)
-      if waiters[index].reader === writer {
-        waiters[index].reader = nil
-        countWaiters(-1)
-      }
       writer.resume(.success(ready))
     }
-    if waiters[index].wanted != 0 { _ = rearm(fd) }
+    if waiters[index].owner != 0 {
+      waiters[index].edges.formUnion(unclaimed)
+    } else {
+      waiters[index].armed = 0
+      if waiters[index].wanted != 0 { _ = rearm(fd) }
+    }
   }
 
-  /// Arms `fd` one-shot for exactly the directions waited for, adding it to the interest list
-  /// if it is not there. Returns 0 or the system's error.
+  /// Registers an owned descriptor for the rest of its life: both directions, edge-triggered,
+  /// so that neither a wait nor its end costs a system call. Returns 0 or the system's error.
+  private func registerForEdges(_ fd: Int32, owner: UInt64) -> Int32 {
+    var event = epoll_event()
+    event.events =
+      EPOLLIN.rawValue | EPOLLOUT.rawValue | EPOLLRDHUP.rawValue | EPOLLET.rawValue
+    event.data.u64 = UInt64(UInt32(bitPattern: fd))
+    if epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) != 0 {
+      // Still registered one-shot from a borrowed wait on the same open file: take it over.
+      guard errno == EEXIST, epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &event) == 0 else {
+        return errno
+      }
+    }
+    let index = Int(fd)
+    waiters[index].owner = owner
+    waiters[index].inKernel = true
+    return 0
+  }
+
+  /// Arms a borrowed `fd` one-shot for exactly the directions waited for, adding it to the
+  /// interest list if it is not there. Returns 0 or the system's error.
   private func rearm(_ fd: Int32) -> Int32 {
     let index = Int(fd)
     let wanted = waiters[index].wanted
@@ -223,8 +285,13 @@ final class Poller {
 private struct DescriptorWaiters {
   var reader: CoroutineResumer<CoIOEvents>?
   var writer: CoroutineResumer<CoIOEvents>?
-  /// The epoll events armed now (zero once a one-shot event has fired).
+  /// The epoll events armed now for a borrowed descriptor (zero once a one-shot event fired).
   var armed: UInt32 = 0
+  /// The registration number of the stream or listener whose descriptor this is, registered
+  /// edge-triggered for its life; 0 for a borrowed descriptor.
+  var owner: UInt64 = 0
+  /// Directions an edge reported while nobody waited (owned descriptors only).
+  var edges: CoIOEvents = []
   /// True while the descriptor is in the epoll interest list (armed or not).
   var inKernel = false
 
