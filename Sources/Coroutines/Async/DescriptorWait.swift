@@ -72,7 +72,8 @@ func waitForDescriptor(
 private func readyNow(_ fd: Int32, _ events: CoIOEvents) throws -> CoIOEvents {
   var entry = pollfd(
     fd: fd,
-    events: Int16((events.contains(.readable) ? POLLIN : 0) | (events.contains(.writable) ? POLLOUT : 0)),
+    events: Int16(
+      (events.contains(.readable) ? POLLIN : 0) | (events.contains(.writable) ? POLLOUT : 0)),
     revents: 0)
   let count = poll(&entry, 1, 0)
   if count < 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EINVAL) }

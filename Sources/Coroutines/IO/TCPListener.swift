@@ -34,9 +34,12 @@ public final class CoTCPListener: Sendable {
     host: String = "127.0.0.1", port: UInt16 = 0, backlog: Int32 = 1024, reusePort: Bool = false
   ) throws {
     coPrecondition(
-      backlog >= 0, "CoTCPListener.init(host:port:backlog:reusePort:): backlog \(backlog) is negative")
+      backlog >= 0,
+      "CoTCPListener.init(host:port:backlog:reusePort:): backlog \(backlog) is negative")
     let address = try resolveTCP(host: host, port: port, passive: true)[0]
-    let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let fd = socket(
+      address.family,
+      Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw lastPOSIXError() }
     let descriptor = OwnedDescriptor(fd)  // closes the socket if anything below throws
     try setSocketOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
@@ -60,7 +63,8 @@ public final class CoTCPListener: Sendable {
     let timeout = checkedTimeout(timeout, in: call)
     return try descriptor.use { fd in
       while true {
-        let connection = clinux_accept4(fd, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+        let connection = clinux_accept4(
+          fd, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
         if connection >= 0 {
           let stream = CoTCPStream(adopting: connection)
           try setSocketOption(connection, Int32(IPPROTO_TCP), TCP_NODELAY, 1)

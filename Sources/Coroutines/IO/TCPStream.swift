@@ -58,7 +58,9 @@ public final class CoTCPStream: Sendable {
   private static func connect(to address: SocketAddress, deadline: CallDeadline, call: StaticString)
     throws -> CoTCPStream
   {
-    let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let fd = socket(
+      address.family,
+      Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw lastPOSIXError() }
     let stream = CoTCPStream(adopting: fd)
     // Closed on every way out but success, cancellation and timeout included.
@@ -145,7 +147,8 @@ public final class CoTCPStream: Sendable {
     try descriptor.use { fd in
       var sent = 0
       while sent < bytes.count {
-        let count = Glibc.send(fd, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+        let count = Glibc.send(
+          fd, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
         if count >= 0 {
           sent += count
           continue

@@ -159,7 +159,9 @@ extension IOTests {
       let pipe = try TestPipe()
       defer { pipe.close() }
       let loop = CoroutineTestLoop()
-      let task = co_launch(on: loop) { _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 30) }
+      let task = co_launch(on: loop) {
+        _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 30)
+      }
       loop.runUntilIdle()
       // The coroutine moved to the shared poller's thread to wait: its timeout starts once it
       // is registered there.
