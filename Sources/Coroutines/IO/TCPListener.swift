@@ -28,6 +28,13 @@ public final class CoTCPListener: Sendable {
   /// Inside a coroutine, a name is resolved off the loop's thread; outside one, on the calling
   /// thread.
   ///
+  /// - Parameters:
+  ///   - host: The address to listen on: `"127.0.0.1"` (the default) for this machine only,
+  ///   `"0.0.0.0"` or `"::"` for every interface, or a name.
+  ///   - port: The port; 0 asks the system for a free one (read it back from ``port``).
+  ///   - backlog: How many connections may wait to be accepted; negative stops the program
+  ///     with a message.
+  ///   - reusePort: Sets `SO_REUSEPORT`, so that several listeners (one per loop) share the port.
   /// - Throws: `POSIXError` (`.EADDRINUSE` for a port taken, `.EADDRNOTAVAIL` for an address
   ///   not of this machine, `.EACCES` for a privileged port), ``CoResolutionError``.
   public init(

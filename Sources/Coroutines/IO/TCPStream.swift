@@ -32,8 +32,11 @@ public final class CoTCPStream: Sendable {
   /// the loop's thread; with several addresses, each is tried in the resolver's order until one
   /// connects, and the last one's error is thrown if none does.
   ///
-  /// - Parameter timeout: Seconds for the whole call, the lookup and every attempt included;
-  ///   nil waits as long as the system does.
+  /// - Parameters:
+  ///   - host: An IPv4 or IPv6 literal (`"127.0.0.1"`, `"::1"`) or a name (`"localhost"`).
+  ///   - port: The port to connect to.
+  ///   - timeout: Seconds for the whole call, the lookup and every attempt included; nil waits
+  ///     as long as the system does.
   /// - Throws: `POSIXError` (`.ECONNREFUSED`, `.ENETUNREACH`, …), ``CoResolutionError`` for a
   ///   name that does not resolve, ``CoroutineError/timedOut``, `CancellationError`, and
   ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
@@ -84,8 +87,10 @@ public final class CoTCPStream: Sendable {
   /// Reads up to `maxBytes` bytes, waiting until at least one byte arrives; returns `[]` at the
   /// end of the stream (the peer closed or shut down its side), and for a `maxBytes` of zero.
   ///
-  /// - Parameter timeout: Seconds to wait at most; past it ``CoroutineError/timedOut`` is thrown
-  ///   and the stream stays usable.
+  /// - Parameters:
+  ///   - maxBytes: The most bytes to return; negative stops the program with a message.
+  ///   - timeout: Seconds to wait at most; past it ``CoroutineError/timedOut`` is thrown and the
+  ///     stream stays usable.
   public func read(upTo maxBytes: Int, timeout: Double? = nil) throws -> [UInt8] {
     coPrecondition(
       maxBytes >= 0, "CoTCPStream.read(upTo:timeout:): maxBytes \(maxBytes) is negative")
@@ -100,7 +105,9 @@ public final class CoTCPStream: Sendable {
   /// Reads into `buffer`, waiting until at least one byte arrives; returns how many bytes were
   /// read, 0 at the end of the stream (or for an empty buffer).
   ///
-  /// - Parameter timeout: As for ``read(upTo:timeout:)``.
+  /// - Parameters:
+  ///   - buffer: Where the bytes go; its start is filled.
+  ///   - timeout: As for ``read(upTo:timeout:)``.
   public func read(into buffer: UnsafeMutableRawBufferPointer, timeout: Double? = nil) throws
     -> Int
   {
@@ -128,8 +135,10 @@ public final class CoTCPStream: Sendable {
 
   /// Writes all of `bytes`, waiting whenever the socket's buffer is full.
   ///
-  /// - Parameter timeout: Seconds for the whole write; past it ``CoroutineError/timedOut`` is
-  ///   thrown. Bytes the kernel took before that are sent; the stream stays usable.
+  /// - Parameters:
+  ///   - bytes: What to send.
+  ///   - timeout: Seconds for the whole write; past it ``CoroutineError/timedOut`` is thrown.
+  ///     Bytes the kernel took before that are sent; the stream stays usable.
   /// - Throws: `POSIXError(.EPIPE)` or `(.ECONNRESET)` when the peer is gone (never `SIGPIPE`).
   public func write(_ bytes: [UInt8], timeout: Double? = nil) throws {
     try bytes.withUnsafeBytes {
@@ -137,7 +146,11 @@ public final class CoTCPStream: Sendable {
     }
   }
 
-  /// Writes all of `bytes`, as ``write(_:timeout:)-([UInt8],_)`` does.
+  /// Writes all of `bytes`, as ``write(_:timeout:)-([UInt8],_)`` does, from memory you own.
+  ///
+  /// - Parameters:
+  ///   - bytes: What to send; read only during the call.
+  ///   - timeout: As for ``write(_:timeout:)-([UInt8],_)``.
   public func write(_ bytes: UnsafeRawBufferPointer, timeout: Double? = nil) throws {
     try send(bytes, timeout: timeout, call: "CoTCPStream.write(_:timeout:)")
   }
