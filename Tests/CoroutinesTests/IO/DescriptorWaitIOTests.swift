@@ -24,6 +24,30 @@ extension IOTests {
       #expect(byte == 42)
     }
 
+    @Test func aLoopThatNeverRunsOutOfJobsStillServesItsDescriptors() throws {
+      let yieldsWhileWaiting = try runOnLoopLeavingNoDescriptor { () -> Int in
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        let woken = Atomic<Bool>(false)
+        let waiter = co_launch {
+          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 10)
+          woken.store(true, ordering: .relaxed)
+        }
+        try co_delay(0)  // the waiter is registered
+        var byte: UInt8 = 1
+        _ = write(pipe.writeEnd, &byte, 1)
+        // Keep the loop busy: a job is always ready, so it never sleeps in the poller.
+        var yields = 0
+        while !woken.load(ordering: .relaxed) {
+          try co_delay(0)
+          yields += 1
+        }
+        try waiter.await()
+        return yields
+      }
+      #expect(yieldsWhileWaiting <= CoroutineLoop.jobsBetweenPolls * 2)
+    }
+
     @Test func aWaitThatTimesOutLeavesNothingRegistered() throws {
       try runOnLoopLeavingNoDescriptor { () throws in
         let pipe = try TestPipe()
