@@ -13,8 +13,8 @@ import Foundation
 /// so a read of data that has already arrived costs one system call and no switch. The socket
 /// is non-blocking and close-on-exec, with `TCP_NODELAY` on; writes never raise `SIGPIPE`.
 ///
-/// One coroutine may read while another writes. Two readers (or two writers) at once are
-/// refused with ``CoroutineError/descriptorBusy(fd:)`` when both would wait.
+/// One coroutine may read while another writes. Several coroutines may also read (or write) at
+/// once; each read returns whatever bytes it finds, so they split the stream unpredictably.
 ///
 /// Errors are Foundation's `POSIXError` with the system's code (`.ECONNREFUSED`,
 /// `.ECONNRESET`, `.EPIPE`, …); ``close()``, from any coroutine or thread, ends the waits on

@@ -82,20 +82,13 @@ final class Poller {
   /// number: its descriptor is registered once, edge-triggered for both directions, and stays
   /// registered until it is closed (closing a descriptor takes it out of every epoll set).
   ///
-  /// - Throws: `POSIXError` when the kernel refuses the descriptor (`EBADF` for a closed one);
-  ///   ``CoroutineError/descriptorBusy(fd:)`` when another coroutine already waits for one of
-  ///   the same directions.
+  /// - Throws: `POSIXError` when the kernel refuses the descriptor (`EBADF` for a closed one).
   func register(
     _ fd: Int32, for events: CoIOEvents, owner: UInt64 = 0,
     _ resumer: CoroutineResumer<CoIOEvents>
   ) throws -> CoIOEvents? {
     let index = Int(fd)
     if index >= waiters.count { grow(toHold: index) }
-    if events.contains(.readable) && waiters[index].reader != nil
-      || events.contains(.writable) && waiters[index].writer != nil
-    {
-      throw CoroutineError.descriptorBusy(fd: fd)
-    }
     if waiters[index].owner != owner {
       // Another owner's registration, left behind when it closed (the kernel dropped it then),
       // or a borrowed descriptor's: start afresh.
@@ -115,15 +108,15 @@ final class Poller {
         return seen
       }
     }
-    if events.contains(.readable) { waiters[index].reader = resumer }
-    if events.contains(.writable) { waiters[index].writer = resumer }
+    if events.contains(.readable) { waiters[index].readers.append(resumer) }
+    if events.contains(.writable) { waiters[index].writers.append(resumer) }
     let error = owner != 0 ? 0 : rearm(fd)
     guard error != 0 else {
       countWaiters(events.rawValue.nonzeroBitCount)
       return nil
     }
-    if events.contains(.readable) { waiters[index].reader = nil }
-    if events.contains(.writable) { waiters[index].writer = nil }
+    if events.contains(.readable) { waiters[index].readers.removeLast() }
+    if events.contains(.writable) { waiters[index].writers.removeLast() }
     return try refused(events, error)
   }
 
@@ -139,12 +132,12 @@ final class Poller {
     let index = Int(fd)
     guard index < waiters.count else { return }
     var removed = 0
-    if waiters[index].reader === resumer {
-      waiters[index].reader = nil
+    if let position = waiters[index].readers.firstIndex(where: { $0 === resumer }) {
+      waiters[index].readers.remove(at: position)
       removed += 1
     }
-    if waiters[index].writer === resumer {
-      waiters[index].writer = nil
+    if let position = waiters[index].writers.firstIndex(where: { $0 === resumer }) {
+      waiters[index].writers.remove(at: position)
       removed += 1
     }
     guard removed > 0 else { return }
@@ -204,22 +197,25 @@ final class Poller {
     }
     if kernelEvents & EPOLLOUT.rawValue != 0 { ready.insert(.writable) }
     var unclaimed = ready
-    if ready.contains(.readable), let reader = waiters[index].reader {
+    // Every waiter of a ready direction is woken: each retries its system call, and those that
+    // find nothing left wait again.
+    if ready.contains(.readable), !waiters[index].readers.isEmpty {
       unclaimed.remove(.readable)
-      waiters[index].reader = nil
-      countWaiters(-1)
-      if waiters[index].writer === reader {  // one wait for both directions
-        unclaimed.remove(.writable)
-        waiters[index].writer = nil
-        countWaiters(-1)
+      for reader in waiters[index].readers {
+        if let both = waiters[index].writers.firstIndex(where: { $0 === reader }) {
+          waiters[index].writers.remove(at: both)  // one wait for both directions
+          countWaiters(-1)
+        }
+        reader.resume(.success(ready))
       }
-      reader.resume(.success(ready))
+      countWaiters(-waiters[index].readers.count)
+      waiters[index].readers.removeAll(keepingCapacity: true)
     }
-    if ready.contains(.writable), let writer = waiters[index].writer {
+    if ready.contains(.writable), !waiters[index].writers.isEmpty {
       unclaimed.remove(.writable)
-      waiters[index].writer = nil
-      countWaiters(-1)
-      writer.resume(.success(ready))
+      for writer in waiters[index].writers { writer.resume(.success(ready)) }
+      countWaiters(-waiters[index].writers.count)
+      waiters[index].writers.removeAll(keepingCapacity: true)
     }
     if waiters[index].owner != 0 {
       waiters[index].edges.formUnion(unclaimed)
@@ -283,8 +279,9 @@ final class Poller {
 
 /// Who waits for one descriptor, and what the kernel has armed for it.
 private struct DescriptorWaiters {
-  var reader: CoroutineResumer<CoIOEvents>?
-  var writer: CoroutineResumer<CoIOEvents>?
+  /// The waits for readable and for writable (a wait for both is in both); usually one each.
+  var readers: [CoroutineResumer<CoIOEvents>] = []
+  var writers: [CoroutineResumer<CoIOEvents>] = []
   /// The epoll events armed now for a borrowed descriptor (zero once a one-shot event fired).
   var armed: UInt32 = 0
   /// The registration number of the stream or listener whose descriptor this is, registered
@@ -297,8 +294,8 @@ private struct DescriptorWaiters {
 
   /// The epoll events the waiters need.
   var wanted: UInt32 {
-    (reader != nil ? EPOLLIN.rawValue | EPOLLRDHUP.rawValue : 0)
-      | (writer != nil ? EPOLLOUT.rawValue : 0)
+    (readers.isEmpty ? 0 : EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+      | (writers.isEmpty ? 0 : EPOLLOUT.rawValue)
   }
 }
 

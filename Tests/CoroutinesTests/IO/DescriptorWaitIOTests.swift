@@ -126,17 +126,29 @@ extension IOTests {
       #expect(order == ["readable", "writable"])
     }
 
-    @Test func aSecondWaiterInTheSameDirectionIsRefused() throws {
-      try runOnLoopLeavingNoDescriptor { () throws in
+    @Test func everyCoroutineWaitingForOneDescriptorWakesWhenItIsReady() throws {
+      let (woken, leftRegistered) = try runOnLoopLeavingNoDescriptor { () -> (Int, Int) in
         let pipe = try TestPipe()
         defer { pipe.close() }
-        let first = co_launch { _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 0.05) }
-        try co_delay(0)
-        #expect(throws: CoroutineError.descriptorBusy(fd: pipe.readEnd)) {
-          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 1)
+        let waiters = (0..<3).map { _ in
+          co_launch { _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 10) }
         }
-        #expect(throws: CoroutineError.timedOut) { try first.await() }
+        // A fourth waits for a while only, and leaves before the byte comes.
+        let leaving = co_launch {
+          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 0.001)
+        }
+        #expect(throws: CoroutineError.timedOut) { try leaving.await() }
+        var byte: UInt8 = 1
+        _ = write(pipe.writeEnd, &byte, 1)
+        var woken = 0
+        for waiter in waiters {
+          try waiter.await()
+          woken += 1
+        }
+        return (woken, CoroutineLoop.current!.poller.waiterCount)
       }
+      #expect(woken == 3)
+      #expect(leftRegistered == 0)
     }
 
     @Test func aNegativeOrClosedDescriptorIsABadDescriptor() throws {
