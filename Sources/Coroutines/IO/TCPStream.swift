@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A TCP connection whose reads and writes suspend the calling coroutine, never its thread.
 ///
@@ -22,6 +23,8 @@ import Foundation
 /// without `close()` closes its socket.
 public final class CoTCPStream: Sendable {
   let descriptor: OwnedDescriptor
+  /// True when the last read returned less than it asked for: the socket was empty then.
+  private let drained = Atomic<Bool>(false)
 
   /// Takes ownership of the connected, non-blocking socket `fd`.
   init(adopting fd: Int32) {
@@ -120,9 +123,19 @@ public final class CoTCPStream: Sendable {
     let timeout = checkedTimeout(timeout, in: call)
     if buffer.isEmpty { return 0 }
     return try descriptor.use { fd in
+      if drained.load(ordering: .relaxed), Coroutine.current != nil {
+        // The last read emptied the socket, so this one would most likely find nothing: wait
+        // first. The descriptor's registration is edge-triggered and remembers edges nobody
+        // waited for, so data that came meanwhile ends the wait at once, without a system call.
+        _ = try waitForDescriptor(fd, .readable, timeout: timeout, call: call, owner: descriptor)
+      }
       while true {
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
-        if count >= 0 { return count }
+        if count >= 0 {
+          // A read that returned less than it could took everything there was.
+          drained.store(count > 0 && count < buffer.count, ordering: .relaxed)
+          return count
+        }
         switch errno {
         case EAGAIN, EWOULDBLOCK:
           _ = try waitForDescriptor(fd, .readable, timeout: timeout, call: call, owner: descriptor)

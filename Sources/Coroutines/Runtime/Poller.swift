@@ -94,6 +94,7 @@ final class Poller {
       // or a borrowed descriptor's: start afresh.
       waiters[index].owner = 0
       waiters[index].edges = []
+      waiters[index].ends = []
       waiters[index].armed = 0
       waiters[index].inKernel = false
       if owner != 0 {
@@ -104,7 +105,7 @@ final class Poller {
     if owner != 0 {
       let seen = waiters[index].edges.intersection(events)
       if !seen.isEmpty {
-        waiters[index].edges.subtract(seen)
+        waiters[index].edges.subtract(seen.subtracting(waiters[index].ends))
         return seen
       }
     }
@@ -218,7 +219,13 @@ final class Poller {
       waiters[index].writers.removeAll(keepingCapacity: true)
     }
     if waiters[index].owner != 0 {
-      waiters[index].edges.formUnion(unclaimed)
+      // The peer's end of the stream, a hang-up or an error stays true once reported: no edge
+      // will say it again, and the system call that finds it never blocks.
+      if kernelEvents & (EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+        waiters[index].ends.insert(.readable)
+      }
+      if failed { waiters[index].ends.insert(.writable) }
+      waiters[index].edges.formUnion(unclaimed.union(waiters[index].ends))
     } else {
       waiters[index].armed = 0
       if waiters[index].wanted != 0 { _ = rearm(fd) }
@@ -289,6 +296,9 @@ private struct DescriptorWaiters {
   var owner: UInt64 = 0
   /// Directions an edge reported while nobody waited (owned descriptors only).
   var edges: CoIOEvents = []
+  /// Directions that will never block again (the peer ended its stream, a hang-up, an error),
+  /// kept in `edges` for every later wait (owned descriptors only).
+  var ends: CoIOEvents = []
   /// True while the descriptor is in the epoll interest list (armed or not).
   var inKernel = false
 
