@@ -23,8 +23,9 @@ import Synchronization
 /// without `close()` closes its socket.
 public final class CoTCPStream: Sendable {
   let descriptor: OwnedDescriptor
-  /// True when the last read returned less than it asked for: the socket was empty then.
-  private let drained = Atomic<Bool>(false)
+  /// True when the last read returned less than it asked for (the socket was empty then), and
+  /// before the first read: the next read waits before it reads.
+  private let drained = Atomic<Bool>(true)
 
   /// Takes ownership of the connected, non-blocking socket `fd`.
   init(adopting fd: Int32) {
@@ -95,13 +96,16 @@ public final class CoTCPStream: Sendable {
   ///   - timeout: Seconds to wait at most; past it ``CoroutineError/timedOut`` is thrown and the
   ///     stream stays usable.
   public func read(upTo maxBytes: Int, timeout: Double? = nil) throws -> [UInt8] {
-    coPrecondition(
-      maxBytes >= 0, "CoTCPStream.read(upTo:timeout:): maxBytes \(maxBytes) is negative")
+    let call: StaticString = "CoTCPStream.read(upTo:timeout:)"
+    coPrecondition(maxBytes >= 0, "\(call): maxBytes \(maxBytes) is negative")
+    let deadline = CallDeadline(checkedTimeout(timeout, in: call))
     if maxBytes == 0 { return [] }
-    return try [UInt8](unsafeUninitializedCapacity: maxBytes) { buffer, count in
-      count = try receive(
-        into: UnsafeMutableRawBufferPointer(buffer), timeout: timeout,
-        call: "CoTCPStream.read(upTo:timeout:)")
+    return try descriptor.use { fd in
+      // Waits before the buffer exists: an idle connection holds no buffer.
+      try waitIfDrained(fd, deadline, call)
+      return try [UInt8](unsafeUninitializedCapacity: maxBytes) { buffer, count in
+        count = try receive(fd, into: UnsafeMutableRawBufferPointer(buffer), deadline, call)
+      }
     }
   }
 
@@ -114,34 +118,43 @@ public final class CoTCPStream: Sendable {
   public func read(into buffer: UnsafeMutableRawBufferPointer, timeout: Double? = nil) throws
     -> Int
   {
-    try receive(into: buffer, timeout: timeout, call: "CoTCPStream.read(into:timeout:)")
-  }
-
-  private func receive(
-    into buffer: UnsafeMutableRawBufferPointer, timeout: Double?, call: StaticString
-  ) throws -> Int {
-    let timeout = checkedTimeout(timeout, in: call)
+    let call: StaticString = "CoTCPStream.read(into:timeout:)"
+    let deadline = CallDeadline(checkedTimeout(timeout, in: call))
     if buffer.isEmpty { return 0 }
     return try descriptor.use { fd in
-      if drained.load(ordering: .relaxed), Coroutine.current != nil {
-        // The last read emptied the socket, so this one would most likely find nothing: wait
-        // first. The descriptor's registration is edge-triggered and remembers edges nobody
-        // waited for, so data that came meanwhile ends the wait at once, without a system call.
-        _ = try waitForDescriptor(fd, .readable, timeout: timeout, call: call, owner: descriptor)
+      try waitIfDrained(fd, deadline, call)
+      return try receive(fd, into: buffer, deadline, call)
+    }
+  }
+
+  /// Waits for the socket to become readable if the last read emptied it: this read would
+  /// most likely find nothing. The descriptor's registration is edge-triggered and remembers
+  /// edges nobody waited for, so data that came meanwhile ends the wait at once, without a system
+  /// call. Outside a coroutine it does not wait (the read then waits only if it must).
+  private func waitIfDrained(_ fd: Int32, _ deadline: CallDeadline, _ call: StaticString) throws {
+    guard drained.load(ordering: .relaxed), Coroutine.current != nil else { return }
+    _ = try waitForDescriptor(
+      fd, .readable, timeout: deadline.remaining, call: call, owner: descriptor)
+  }
+
+  /// Reads what is there into `buffer`, waiting whenever the socket has nothing.
+  private func receive(
+    _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, _ deadline: CallDeadline,
+    _ call: StaticString
+  ) throws -> Int {
+    while true {
+      let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+      if count >= 0 {
+        // A read that returned less than it could took everything there was.
+        drained.store(count > 0 && count < buffer.count, ordering: .relaxed)
+        return count
       }
-      while true {
-        let count = recv(fd, buffer.baseAddress, buffer.count, 0)
-        if count >= 0 {
-          // A read that returned less than it could took everything there was.
-          drained.store(count > 0 && count < buffer.count, ordering: .relaxed)
-          return count
-        }
-        switch errno {
-        case EAGAIN, EWOULDBLOCK:
-          _ = try waitForDescriptor(fd, .readable, timeout: timeout, call: call, owner: descriptor)
-        case EINTR: continue
-        default: throw lastPOSIXError()
-        }
+      switch errno {
+      case EAGAIN, EWOULDBLOCK:
+        _ = try waitForDescriptor(
+          fd, .readable, timeout: deadline.remaining, call: call, owner: descriptor)
+      case EINTR: continue
+      default: throw lastPOSIXError()
       }
     }
   }
