@@ -8,9 +8,12 @@ SOURCES := Sources Tests Examples Package.swift
 build:
 	$(SWIFT) build
 
-# The whole suite once per context-switch backend, from one build.
+# The whole suite once per context-switch backend, from one build. The stop-messages program
+# is built in release too: StopMessageTests checks that an optimised build still prints each
+# programming error's message (it skips, saying why, when that build is missing).
 test:
 	$(SWIFT) build --build-tests
+	$(SWIFT) build -c release --product stop-messages
 	COROUTINES_BACKEND=ucontext $(SWIFT) test --skip-build
 	COROUTINES_BACKEND=fast $(SWIFT) test --skip-build
 

@@ -5,7 +5,7 @@ import Synchronization
 /// Futures follow the Promise/A+ rules: later settles are ignored; observers added after
 /// settling still fire; each observer fires exactly once. Any thread may settle, observe or
 /// await. Create one with ``CoPromise`` or ``co_launch(on:name:stackSize:_:)``.
-public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` are behind `mutex`
+public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is behind `futureLock`
   // The state is `@usableFromInline` and the hot paths `@inlinable`, so that a caller in another
   // module runs them specialised for its `T`: unspecialised, every settle, observe and read
   // looked up the metadata of `Result<T, any Error>?` and `Observers` in the runtime's tables.
@@ -26,6 +26,9 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   @usableFromInline @exclusivity(unchecked) final var futureState = FutureState.pending
   /// Whether anyone has looked at the outcome (see ``CoUnhandledErrors``).
   @usableFromInline @exclusivity(unchecked) final var futureObserved = false
+  /// Settled, with observers in `futureObservers` that a ``Trampoline`` will tell: an observer
+  /// added meanwhile joins them, after them, rather than running before them.
+  @usableFromInline @exclusivity(unchecked) final var futureNotifying = false
   /// The error of a rejected future.
   @usableFromInline @exclusivity(unchecked) final var futureError: (any Error)?
   /// The value of a fulfilled future: its bytes when `T` is trivial and fits in a word
@@ -133,13 +136,18 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
 
   @inlinable
   final func observe(_ observer: Observer, marking: Bool) {
-    let settled = futureLock.withLock { _ -> Result<T, any Error>? in
+    let delivery = futureLock.withLock { _ -> Delivery in
       if marking { futureObserved = true }
-      if let futureOutcome { return futureOutcome }
-      futureObservers.append(observer)
-      return nil
+      if futureState == .pending || futureNotifying {
+        futureObservers.append(observer)
+        return .nobody
+      }
+      // Settled: a waiting coroutine is only scheduled, so it is told at once; a callback is
+      // told through the trampoline, as by a settle (see ``deliver(_:)``).
+      if case .resumer = observer { return .now(Observers(observer)) }
+      return deliveryLocked(of: Observers(observer))
     }
-    if let settled { observer.notify(settled) }
+    deliver(delivery)
   }
 
   /// Rejects a pending future with `CancellationError`; does nothing once settled.
@@ -166,15 +174,86 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   /// ``didSettle()``.
   @inlinable
   final func settleOutcome(_ result: Result<T, any Error>) -> Bool {
-    let toNotify = futureLock.withLock { _ -> Observers? in
+    let delivery = futureLock.withLock { _ -> Delivery? in
       guard futureState == .pending else { return nil }
       storeOutcome(result)
       if case .failure = result { futureState = .rejected } else { futureState = .fulfilled }
-      return futureObservers.takeAll()
+      guard futureObservers.first != nil else { return .nobody }
+      return deliveryLocked(of: futureObservers.takeAll())
     }
-    guard let toNotify else { return false }
-    toNotify.forEach { $0.notify(result) }
+    guard let delivery else { return false }
+    deliver(delivery)
     return true
+  }
+
+  /// How the observers of a published outcome are told.
+  // @unchecked: made inside the lock and used right after it, on the same thread; only the
+  // lock's `sending` result asks for it.
+  @usableFromInline
+  enum Delivery: @unchecked Sendable {
+    /// Nobody to tell (or they wait in `futureObservers` for the trampoline already on it).
+    case nobody
+    /// Only waiting coroutines: told now.
+    case now(Observers)
+    /// Callbacks, from code that no callback is running: told now, with this stack's
+    /// trampoline active.
+    case run(Observers, Trampoline)
+    /// Callbacks, from a callback that is running on this stack: left on its trampoline,
+    /// with the observers back in `futureObservers` and `futureNotifying` set.
+    case left(Trampoline)
+  }
+
+  /// Decides how `observers` of the published outcome are told. Inside `futureLock`.
+  ///
+  /// Waiting coroutines (resumers) are only scheduled, so they are told at once: the await
+  /// path never looks for a trampoline. A callback may settle further futures, so callbacks
+  /// are told with this stack's trampoline active; if a callback is running on this stack
+  /// already, they wait on its trampoline until it has returned (see ``Trampoline``).
+  @inlinable
+  final func deliveryLocked(of observers: Observers) -> Delivery {
+    guard observers.hasCallback else { return .now(observers) }
+    let trampoline = Trampoline.current
+    guard trampoline.isActive else { return .run(observers, trampoline) }
+    futureObservers = observers
+    futureNotifying = true
+    return .left(trampoline)
+  }
+
+  /// Tells the observers that ``deliveryLocked(of:)`` chose, outside the lock. Published, the
+  /// outcome never changes again: it is read outside the lock.
+  @inlinable
+  final func deliver(_ delivery: Delivery) {
+    switch delivery {
+    case .nobody:
+      return
+    case .now(let observers):
+      let outcome = futureOutcome!
+      observers.forEach { $0.notify(outcome) }
+    case .run(let observers, let trampoline):
+      let outcome = futureOutcome!
+      trampoline.run { observers.forEach { $0.notify(outcome) } }
+    case .left(let trampoline):
+      trampoline.leave(self, kind: Self.observersKind)
+    }
+  }
+
+  /// The kind of left work that tells the observers waiting in `futureObservers`.
+  @usableFromInline static var observersKind: Int { 0 }
+
+  /// Runs work left on a trampoline: tells the observers waiting in `futureObservers`, and
+  /// those that join them meanwhile, in the order they came. A subclass adds kinds of its own.
+  @usableFromInline
+  func runLeftWork(_ kind: Int) {
+    while true {
+      let observers = futureLock.withLock { _ -> Observers in
+        let taken = futureObservers.takeAll()
+        if taken.first == nil { futureNotifying = false }
+        return taken
+      }
+      guard observers.first != nil else { return }
+      let outcome = futureOutcome!
+      observers.forEach { $0.notify(outcome) }
+    }
   }
 
   /// Publishes the outcome already written with ``storeOutcome(_:)`` and notifies the
@@ -183,29 +262,20 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   /// Only for a future that nothing else settles (a task: its `cancel()` does not settle it).
   @inlinable
   final func publishStoredOutcome() {
-    let toNotify = futureLock.withLock { _ in publishStoredOutcomeLocked() }
-    if let toNotify { notifyPublished(toNotify) }
+    deliver(futureLock.withLock { _ in publishStoredOutcomeLocked() })
   }
 
   /// The part of ``publishStoredOutcome()`` inside `futureLock`: marks the outcome published
-  /// and returns the observers to notify, or `nil` if the future had already settled or nobody
-  /// observes it. Most launched coroutines are never observed: for them nothing is copied out
-  /// of the lock, and the outcome is never read back (about 70 instructions per launch).
+  /// and says how to tell the observers (``deliver(_:)`` does it, outside the lock): nobody
+  /// if the future had already settled or nobody observes it. Most launched coroutines are
+  /// never observed: for them nothing is copied out of the lock, and the outcome is never read
+  /// back (about 70 instructions per launch).
   @inlinable
-  final func publishStoredOutcomeLocked() -> Observers? {
-    guard futureState == .pending else { return nil }
+  final func publishStoredOutcomeLocked() -> Delivery {
+    guard futureState == .pending else { return .nobody }
     futureState = futureError == nil ? .fulfilled : .rejected
-    guard futureObservers.first != nil else { return nil }
-    return futureObservers.takeAll()
-  }
-
-  /// Notifies `observers` of the published outcome, outside the lock.
-  @inlinable
-  final func notifyPublished(_ observers: Observers) {
-    // Published, so it never changes again: read outside the lock. (A tuple of the outcome
-    // and the observers out of the lock was copied through the runtime's tuple witnesses.)
-    let outcome = futureOutcome!
-    observers.forEach { $0.notify(outcome) }
+    guard futureObservers.first != nil else { return .nobody }
+    return deliveryLocked(of: futureObservers.takeAll())
   }
 
   /// Called once, after ``settle(_:)`` settled the future and notified its observers: a
@@ -236,6 +306,16 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
     @usableFromInline var rest: [Observer] = []
 
     @inlinable init() {}
+
+    @inlinable init(_ observer: Observer) { first = observer }
+
+    /// True unless every observer is a waiting coroutine (counting any beyond the first as a
+    /// callback: several observers are the rare case, and the answer only picks a path).
+    @inlinable
+    var hasCallback: Bool {
+      if case .resumer? = first, rest.isEmpty { return false }
+      return first != nil
+    }
 
     @inlinable
     mutating func append(_ observer: Observer) {
