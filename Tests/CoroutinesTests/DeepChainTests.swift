@@ -6,7 +6,7 @@ import Testing
 /// Settling, cancelling and finishing take a bounded stack however long the chain: a million
 /// links or attempts, on a plain thread and inside a coroutine's stack, and deeply nested
 /// coroutines.
-@Suite struct DeepChainTests {
+@Suite(.serialized) struct DeepChainTests {
   static let links = 1_000_000
 
   // MARK: Futures
@@ -48,31 +48,6 @@ import Testing
       return tail.result
     }
     #expect(value(result) == Self.links)
-  }
-
-  @Test func observersOfAChainRunInTheOrderTheyWereAdded() {
-    // Each link's observers run in order, a later link's after its input's, however deep.
-    let promise = CoPromise<Int>()
-    let log = Log()
-    var future: CoFuture<Int> = promise
-    for link in 0..<3 {
-      future = future.map { $0 + 1 }
-      future.whenComplete { _ in log.append(link * 10) }
-      future.whenComplete { _ in log.append(link * 10 + 1) }
-    }
-    promise.fulfill(0)
-    #expect(log.values == [0, 1, 10, 11, 20, 21])
-  }
-
-  @Test func anObserverAddedToASettledFutureFromACallbackRunsAfterIt() {
-    let promise = CoPromise<Int>()
-    let log = Log()
-    promise.whenComplete { _ in
-      fulfilled(1).whenComplete { _ in log.append(2) }
-      log.append(1)
-    }
-    promise.fulfill(0)
-    #expect(log.values == [1, 2])
   }
 
   @Test func aMillionAttemptsRejectedAtOnceRetryInBoundedStack() throws {

@@ -101,6 +101,10 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
 
   /// Calls `callback` once with the outcome: on the thread that settles the future, right after
   /// it settles, or at once on this thread if it already has. Counts as observing the future.
+  ///
+  /// When the settle (or this call) happens inside another callback, `callback` runs on the
+  /// same thread right after that callback returns, in the order callbacks were added: a chain
+  /// of futures of any length is told one link after another, never one inside another.
   @inlinable
   public final func whenComplete(_ callback: @escaping (Result<T, any Error>) -> Void) {
     observe(callback, marking: true)
@@ -136,18 +140,35 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
 
   @inlinable
   final func observe(_ observer: Observer, marking: Bool) {
-    let delivery = futureLock.withLock { _ -> Delivery in
+    var route = NotificationRoute.now
+    let settled = futureLock.withLock { _ -> Result<T, any Error>? in
       if marking { futureObserved = true }
       if futureState == .pending || futureNotifying {
         futureObservers.append(observer)
-        return .nobody
+        return nil
       }
       // Settled: a waiting coroutine is only scheduled, so it is told at once; a callback is
-      // told through the trampoline, as by a settle (see ``deliver(_:)``).
-      if case .resumer = observer { return .now(Observers(observer)) }
-      return deliveryLocked(of: Observers(observer))
+      // told through this stack's trampoline, as by a settle (see ``routeLocked()``).
+      if case .callback = observer {
+        if let trampoline = Trampoline.running {
+          futureNotifying = true
+          futureObservers.append(observer)
+          route = .left(trampoline)
+          return nil
+        }
+        route = .run
+      }
+      return futureOutcome
     }
-    deliver(delivery)
+    if let settled {
+      if case .run = route {
+        Trampoline.run { observer.notify(settled) }
+      } else {
+        observer.notify(settled)
+      }
+    } else if case .left(let trampoline) = route {
+      trampoline.leave(self)
+    }
   }
 
   /// Rejects a pending future with `CancellationError`; does nothing once settled.
@@ -174,86 +195,66 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
   /// ``didSettle()``.
   @inlinable
   final func settleOutcome(_ result: Result<T, any Error>) -> Bool {
-    let delivery = futureLock.withLock { _ -> Delivery? in
+    var route: NotificationRoute? = nil
+    let toNotify = futureLock.withLock { _ -> Observers? in
       guard futureState == .pending else { return nil }
       storeOutcome(result)
       if case .failure = result { futureState = .rejected } else { futureState = .fulfilled }
-      guard futureObservers.first != nil else { return .nobody }
-      return deliveryLocked(of: futureObservers.takeAll())
+      let chosen = routeLocked()
+      route = chosen
+      if case .left = chosen { return nil }  // they stay for the trampoline
+      return futureObservers.takeAll()
     }
-    guard let delivery else { return false }
-    deliver(delivery)
+    guard let route else { return false }
+    if let toNotify {
+      tell(toNotify, route, result)
+    } else if case .left(let trampoline) = route {
+      trampoline.leave(self)
+    }
     return true
   }
 
-  /// How the observers of a published outcome are told.
-  // @unchecked: made inside the lock and used right after it, on the same thread; only the
-  // lock's `sending` result asks for it.
-  @usableFromInline
-  enum Delivery: @unchecked Sendable {
-    /// Nobody to tell (or they wait in `futureObservers` for the trampoline already on it).
-    case nobody
-    /// Only waiting coroutines: told now.
-    case now(Observers)
-    /// Callbacks, from code that no callback is running: told now, with this stack's
-    /// trampoline active.
-    case run(Observers, Trampoline)
-    /// Callbacks, from a callback that is running on this stack: left on its trampoline,
-    /// with the observers back in `futureObservers` and `futureNotifying` set.
-    case left(Trampoline)
-  }
-
-  /// Decides how `observers` of the published outcome are told. Inside `futureLock`.
+  /// Decides how the observers of the outcome just published are told. Inside `futureLock`.
   ///
   /// Waiting coroutines (resumers) are only scheduled, so they are told at once: the await
   /// path never looks for a trampoline. A callback may settle further futures, so callbacks
-  /// are told with this stack's trampoline active; if a callback is running on this stack
-  /// already, they wait on its trampoline until it has returned (see ``Trampoline``).
-  @inlinable
-  final func deliveryLocked(of observers: Observers) -> Delivery {
-    guard observers.hasCallback else { return .now(observers) }
-    let trampoline = Trampoline.current
-    guard trampoline.isActive else { return .run(observers, trampoline) }
-    futureObservers = observers
+  /// are told with this stack's trampoline running; if a callback is running on this stack
+  /// already, they stay in `futureObservers` for its trampoline (see ``Trampoline``) and
+  /// `futureNotifying` says so.
+  @inlinable @inline(__always)
+  final func routeLocked() -> NotificationRoute {
+    guard futureObservers.hasCallback else { return .now }
+    guard let trampoline = Trampoline.running else { return .run }
     futureNotifying = true
     return .left(trampoline)
   }
 
-  /// Tells the observers that ``deliveryLocked(of:)`` chose, outside the lock. Published, the
-  /// outcome never changes again: it is read outside the lock.
-  @inlinable
-  final func deliver(_ delivery: Delivery) {
-    switch delivery {
-    case .nobody:
-      return
-    case .now(let observers):
-      let outcome = futureOutcome!
-      observers.forEach { $0.notify(outcome) }
-    case .run(let observers, let trampoline):
-      let outcome = futureOutcome!
-      trampoline.run { observers.forEach { $0.notify(outcome) } }
-    case .left(let trampoline):
-      trampoline.leave(self, kind: Self.observersKind)
+  /// Tells `observers` the published `outcome` the way ``routeLocked()`` chose, outside the
+  /// lock (for `.left` they wait in `futureObservers` instead). Always inlined: unspecialised,
+  /// a call of its own looked up the generic metadata of its parameters again.
+  @inlinable @inline(__always)
+  final func tell(
+    _ observers: Observers, _ route: NotificationRoute, _ outcome: Result<T, any Error>
+  ) {
+    switch route {
+    case .now: observers.forEach { $0.notify(outcome) }
+    case .run: Trampoline.run { observers.forEach { $0.notify(outcome) } }
+    case .left(let trampoline): trampoline.leave(self)
     }
   }
 
-  /// The kind of left work that tells the observers waiting in `futureObservers`.
-  @usableFromInline static var observersKind: Int { 0 }
-
-  /// Runs work left on a trampoline: tells the observers waiting in `futureObservers`, and
-  /// those that join them meanwhile, in the order they came. A subclass adds kinds of its own.
+  /// Tells the observers waiting in `futureObservers` for a trampoline. An observer added
+  /// while they are told finds `futureNotifying` clear and is left on the trampoline again,
+  /// after them.
   @usableFromInline
-  func runLeftWork(_ kind: Int) {
-    while true {
-      let observers = futureLock.withLock { _ -> Observers in
-        let taken = futureObservers.takeAll()
-        if taken.first == nil { futureNotifying = false }
-        return taken
-      }
-      guard observers.first != nil else { return }
-      let outcome = futureOutcome!
-      observers.forEach { $0.notify(outcome) }
+  func runLeftWork() {
+    let observers = futureLock.withLock { _ -> Observers in
+      futureNotifying = false
+      return futureObservers.takeAll()
     }
+    // Published, so it never changes again: read outside the lock.
+    let outcome = futureOutcome!
+    observers.forEach { $0.notify(outcome) }
   }
 
   /// Publishes the outcome already written with ``storeOutcome(_:)`` and notifies the
@@ -262,20 +263,32 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
   /// Only for a future that nothing else settles (a task: its `cancel()` does not settle it).
   @inlinable
   final func publishStoredOutcome() {
-    deliver(futureLock.withLock { _ in publishStoredOutcomeLocked() })
+    var route = NotificationRoute.now
+    let toNotify = futureLock.withLock { _ in publishStoredOutcomeLocked(&route) }
+    if let toNotify { notifyPublished(toNotify, route) }
   }
 
   /// The part of ``publishStoredOutcome()`` inside `futureLock`: marks the outcome published
-  /// and says how to tell the observers (``deliver(_:)`` does it, outside the lock): nobody
-  /// if the future had already settled or nobody observes it. Most launched coroutines are
-  /// never observed: for them nothing is copied out of the lock, and the outcome is never read
-  /// back (about 70 instructions per launch).
+  /// and returns the observers to notify (with `route` saying how), or `nil` if the future had
+  /// already settled or nobody observes it. Most launched coroutines are never observed: for
+  /// them nothing is copied out of the lock, and the outcome is never read back (about 70
+  /// instructions per launch).
   @inlinable
-  final func publishStoredOutcomeLocked() -> Delivery {
-    guard futureState == .pending else { return .nobody }
+  final func publishStoredOutcomeLocked(_ route: inout NotificationRoute) -> Observers? {
+    guard futureState == .pending else { return nil }
     futureState = futureError == nil ? .fulfilled : .rejected
-    guard futureObservers.first != nil else { return .nobody }
-    return deliveryLocked(of: futureObservers.takeAll())
+    guard futureObservers.first != nil else { return nil }
+    route = routeLocked()
+    if case .left = route { return Observers() }  // they stay for the trampoline
+    return futureObservers.takeAll()
+  }
+
+  /// Notifies `observers` of the published outcome, outside the lock.
+  @inlinable
+  final func notifyPublished(_ observers: Observers, _ route: NotificationRoute) {
+    // Published, so it never changes again: read outside the lock. (A tuple of the outcome
+    // and the observers out of the lock was copied through the runtime's tuple witnesses.)
+    tell(observers, route, futureOutcome!)
   }
 
   /// Called once, after ``settle(_:)`` settled the future and notified its observers: a

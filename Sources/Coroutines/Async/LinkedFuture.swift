@@ -11,9 +11,6 @@ import Synchronization
 final class LinkedFuture<T>: CoFuture<T>, @unchecked Sendable {  // link state is behind `mutex`
   private let mutex = Mutex<Void>(())
   private var hooks: [() -> Void] = []
-  /// Hooks of a close made while a callback ran on the closing stack: they wait on its
-  /// trampoline (see ``Trampoline``), so that cancelling a long chain never nests.
-  private var leftHooks: [() -> Void] = []
   /// Settled: no hook will be kept any more.
   private var closed = false
   /// Closed by `cancel()`, or by a settle that cancels the inputs: late hooks run at once.
@@ -64,26 +61,19 @@ final class LinkedFuture<T>: CoFuture<T>, @unchecked Sendable {  // link state i
     guard !toRun.isEmpty else { return }
     // A hook cancels an input, which closes and runs that input's hooks: from inside a hook
     // or a callback, this close leaves its hooks on the trampoline instead.
-    let trampoline = Trampoline.current
-    if trampoline.isActive {
-      mutex.withLock { _ in leftHooks.append(contentsOf: toRun) }
-      trampoline.leave(self, kind: Self.hooksKind)
+    if let trampoline = Trampoline.running {
+      trampoline.leave(LeftHooks(toRun))
     } else {
-      trampoline.run { toRun.forEach { $0() } }
+      Trampoline.run { toRun.forEach { $0() } }
     }
   }
+}
 
-  /// The kind of left work that runs `leftHooks`.
-  private static var hooksKind: Int { 1 }
-
-  override func runLeftWork(_ kind: Int) {
-    guard kind == Self.hooksKind else { return super.runLeftWork(kind) }
-    let toRun = mutex.withLock { _ -> [() -> Void] in
-      defer { leftHooks = [] }
-      return leftHooks
-    }
-    toRun.forEach { $0() }
-  }
+/// Cancellation hooks waiting on a trampoline (see ``Trampoline``).
+private final class LeftHooks: TrampolineTarget {
+  let hooks: [() -> Void]
+  init(_ hooks: [() -> Void]) { self.hooks = hooks }
+  func runLeftWork() { hooks.forEach { $0() } }
 }
 
 /// Runs `job` on `scheduler`, or at once on this thread when there is none.

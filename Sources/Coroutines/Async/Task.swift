@@ -166,18 +166,19 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
     // Still unpublished, so only this task's own code has touched it.
     if futureError != nil { cancelChildren() }
     var waits = false
-    let delivery = futureLock.withLock { _ -> Delivery in
-      if children.isEmpty { return publishStoredOutcomeLocked() }
+    var route = NotificationRoute.now
+    let toNotify = futureLock.withLock { _ -> Observers? in
+      if children.isEmpty { return publishStoredOutcomeLocked(&route) }
       waitsForChildren = true
       waits = true
-      return .nobody
+      return nil
     }
     if waits {
       // Still live for its loop until the children are done (see the type's documentation).
       coroutineStillLive(coroutine)
       return
     }
-    deliver(delivery)
+    if let toNotify { notifyPublished(toNotify, route) }
     leaveParent()
   }
 

@@ -53,9 +53,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   @usableFromInline @exclusivity(unchecked) var attachment: (any TaskNode)?
 
   private var fiber: OpaquePointer?
-  /// Where callbacks run on this coroutine leave the work they start (see ``Trampoline``):
-  /// made the first time code on it notifies a callback, touched only by that code.
-  lazy var trampoline = Trampoline()
+  /// Where callbacks running on this coroutine leave the work they start (see ``Trampoline``),
+  /// while they run; touched only by code on this coroutine.
+  var trampoline: Trampoline?
   /// Links and counters of the live-coroutine registry (dumps, the stall watchdog).
   let registryEntry = CoroutineRegistryEntry()
   /// The body until it starts; then, once it has returned, what publishes its outcome.
