@@ -237,8 +237,8 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
     _ observers: Observers, _ route: NotificationRoute, _ outcome: Result<T, any Error>
   ) {
     switch route {
-    case .now: observers.forEach { $0.notify(outcome) }
-    case .run: Trampoline.run { observers.forEach { $0.notify(outcome) } }
+    case .now: observers.notifyAll(outcome)
+    case .run: Trampoline.run { observers.notifyAll(outcome) }
     case .left(let trampoline): trampoline.leave(self)
     }
   }
@@ -246,15 +246,42 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
   /// Tells the observers waiting in `futureObservers` for a trampoline. An observer added
   /// while they are told finds `futureNotifying` clear and is left on the trampoline again,
   /// after them.
+  ///
+  /// Always reached unspecialised (through `TrampolineTarget`), so it touches as few generic
+  /// types as it can: each costs a look-up in the runtime's tables on every call.
   @usableFromInline
   func runLeftWork() {
+    let single = futureLock.withLock { _ -> Observer? in
+      guard futureObservers.rest.isEmpty else { return nil }
+      futureNotifying = false
+      defer { futureObservers.first = nil }
+      return futureObservers.first
+    }
+    // Published, so it never changes again: read outside the lock.
+    guard let single else { return runLeftWorkOfSeveral() }
+    single.notify(publishedOutcome)
+  }
+
+  /// ``runLeftWork()`` for several observers, or none.
+  @usableFromInline
+  func runLeftWorkOfSeveral() {
     let observers = futureLock.withLock { _ -> Observers in
       futureNotifying = false
       return futureObservers.takeAll()
     }
-    // Published, so it never changes again: read outside the lock.
-    let outcome = futureOutcome!
-    observers.forEach { $0.notify(outcome) }
+    observers.notifyAll(publishedOutcome)
+  }
+
+  /// The outcome of a published future (never pending); inside `futureLock`, or outside it
+  /// once published, as it never changes again.
+  @inlinable
+  final var publishedOutcome: Result<T, any Error> {
+    if futureState == .rejected { return .failure(futureError!) }
+    if Self.valueFitsInWord {
+      return .success(withUnsafeBytes(of: futureWord) { $0.load(as: T.self) })
+    }
+    let box = Unmanaged<FutureValueBox<T>>.fromOpaque(UnsafeRawPointer(bitPattern: futureWord)!)
+    return .success(box.takeUnretainedValue().value)
   }
 
   /// Publishes the outcome already written with ``storeOutcome(_:)`` and notifies the
@@ -346,6 +373,14 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
     func forEach(_ body: (Observer) -> Void) {
       if let first { body(first) }
       rest.forEach(body)
+    }
+
+    /// Tells every observer `outcome`, in order. Unspecialised, the array of the rest (empty
+    /// but for several observers) is touched only when it holds some.
+    @inlinable
+    func notifyAll(_ outcome: Result<T, any Error>) {
+      if let first { first.notify(outcome) }
+      if !rest.isEmpty { rest.forEach { $0.notify(outcome) } }
     }
   }
 }
