@@ -183,18 +183,15 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   }
 
   /// Tells the parent, if any, that this task has settled; and its parent, if that completes
-  /// the parent, and so on up. A loop, not calls from each parent to the next: a chain of a
-  /// million nested coroutines ending at once takes one frame.
+  /// the parent, and so on up (``tellAncestors(_:that:)``): a loop, not calls from each parent
+  /// to the next, so a chain of a million nested coroutines ending at once takes one frame.
   @inlinable
   func leaveParent() {
     guard let parent else { return }
     self.parent = nil
-    var child: any TaskNode = self
-    var next: (any TaskNode)? = parent
-    while let node = next {
-      next = node.childFinished(child)
-      child = node
-    }
+    // Usually the parent goes on running, or has other children: nothing more to do.
+    guard let grandparent = parent.childFinished(self) else { return }
+    tellAncestors(grandparent, that: parent)
   }
 
   /// Takes the parent, to be told that this task has settled.
@@ -202,6 +199,17 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   func takeParent() -> (any TaskNode)? {
     defer { parent = nil }
     return parent
+  }
+}
+
+/// Tells `ancestor` that `child` has settled, and so on up while that completes each one.
+@usableFromInline
+func tellAncestors(_ ancestor: any TaskNode, that child: any TaskNode) {
+  var child = child
+  var next: (any TaskNode)? = ancestor
+  while let node = next {
+    next = node.childFinished(child)
+    child = node
   }
 }
 
