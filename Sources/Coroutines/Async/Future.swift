@@ -347,8 +347,6 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
 
     @inlinable init() {}
 
-    @inlinable init(_ observer: Observer) { first = observer }
-
     /// True unless every observer is a waiting coroutine (counting any beyond the first as a
     /// callback: several observers are the rare case, and the answer only picks a path).
     @inlinable
@@ -367,12 +365,6 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
       let taken = self
       self = Observers()
       return taken
-    }
-
-    @inlinable
-    func forEach(_ body: (Observer) -> Void) {
-      if let first { body(first) }
-      rest.forEach(body)
     }
 
     /// Tells every observer `outcome`, in order. Unspecialised, the array of the rest (empty
