@@ -12,8 +12,12 @@ let package = Package(
       path: "Sources/CUContext"
     ),
     .target(
+      name: "CLinux",
+      path: "Sources/CLinux"
+    ),
+    .target(
       name: "Coroutines",
-      dependencies: ["CUContext"],
+      dependencies: ["CUContext", "CLinux"],
       path: "Sources/Coroutines"
     ),
     .executableTarget(

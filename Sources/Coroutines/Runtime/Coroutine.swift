@@ -489,6 +489,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     wake()
   }
 
+  /// The loop the coroutine resumes on, when the calling thread is running it now: the loop
+  /// whose poller its descriptor waits go to.
+  var loopRunningHere: CoroutineLoop? {
+    guard let loop, loop._withUnsafeGuaranteedRef({ $0.isCurrent }) else { return nil }
+    return loop.takeUnretainedValue()
+  }
+
   /// True while the wait of `generation` is armed and unclaimed.
   func isWaiting(_ generation: UInt64) -> Bool {
     waitWord.load(ordering: .acquiring) == generation << 1 | 1

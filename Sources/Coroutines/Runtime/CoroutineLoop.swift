@@ -15,11 +15,13 @@ import Synchronization
 /// ```
 ///
 /// Jobs and wake-ups may come from any thread; jobs scheduled from the loop's own thread take
-/// no lock.
+/// no lock. When no job is ready the loop sleeps in its poller (epoll): the nearest timer gives
+/// the sleep its deadline, descriptors that coroutines wait on (``co_wait(fd:for:timeout:)``,
+/// ``CoTCPStream``) end it when ready, and other threads' jobs end it through an eventfd.
 public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unchecked Sendable {
-  // `remoteJobs`, `remoteTimers` and `sleeping` are behind `lock`; `localJobs`, `timers`,
-  // `sleepers` and `nextSequence` are touched only by the thread inside `run()`; the other
-  // counters are atomics.
+  // `remoteJobs` and `remoteTimers` are behind `lock`; `localJobs`, `timers`, `sleepers`,
+  // `nextSequence` and `poller`'s waiters are touched only by the thread inside `run()`; the
+  // other counters are atomics.
 
   /// The process's main loop. ``run(_:)`` drives it when called on the main thread; jobs
   /// scheduled on it before that wait for it.
@@ -32,13 +34,25 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   }
 
   private let lock = ConditionLock()
+  /// Where the loop sleeps, and what it knows of the descriptors its coroutines wait on.
+  let poller = Poller()
+  /// True from just before the loop sleeps in `poller` until it wakes. Whoever leaves work for
+  /// the loop clears it and wakes the poller; sequentially consistent with `hasRemoteWork` and
+  /// the counts the loop checks before sleeping, so that of the loop going to sleep and the
+  /// work arriving, at least one side sees the other.
+  private let sleeping = Atomic<Bool>(false)
+  /// True for the shared poller's loop, which serves coroutines of other schedulers and never
+  /// ends for lack of its own.
+  private let keepsRunning: Bool
+  /// Jobs run since the poller was last asked, while the loop had no time to sleep: a loop busy
+  /// with jobs still looks at its descriptors every so often.
+  @exclusivity(unchecked) private var jobsSincePoll = 0
   // `@exclusivity(unchecked)`: each of these is confined to one thread or to `lock`, and no
   // access to one of them calls out to code that could touch it again, so the dynamic check
   // could never fire. It is not free: inside a coroutine each check consults the thread's access
   // set through a thread-local lookup, and it was a fifth of a loop round trip.
   @exclusivity(unchecked) private var remoteJobs = JobQueue()
   @exclusivity(unchecked) private var remoteTimers: [LoopTimer] = []
-  @exclusivity(unchecked) private var sleeping = false
   @exclusivity(unchecked) private var localJobs = JobQueue()
   @exclusivity(unchecked) private var timers = TimerHeap<TimerEntry>()
   /// `co_delay` sleeps in `timers` that have neither rung nor ended early. Only the loop's own
@@ -71,7 +85,10 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   let sharedStacks = SharedStackSet()
 
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
-  public init() {}
+  public init() { keepsRunning = false }
+
+  /// Creates a loop whose ``run()`` returns only when the process ends, for the shared poller.
+  init(keepsRunning: Bool) { self.keepsRunning = keepsRunning }
 
   var isCurrent: Bool {
     cu_tls_current_loop() == Unmanaged.passUnretained(self).toOpaque()
@@ -109,9 +126,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     }
     lock.lock()
     remoteJobs.append(job)
-    hasRemoteWork.store(true, ordering: .relaxed)
-    if sleeping { lock.signal() }
+    hasRemoteWork.store(true, ordering: .sequentiallyConsistent)
     lock.unlock()
+    wakeIfAsleep()
   }
 
   /// Runs `job` on this loop once `seconds` have passed on the monotonic clock.
@@ -125,7 +142,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       deadline: monotonicNanoseconds() &+ delay, sequence: 0, job: job,
       onCancel: { [weak self] in
         guard let self else { return }
-        self.pendingTimers.subtract(1, ordering: .relaxed)
+        self.pendingTimers.subtract(1, ordering: .sequentiallyConsistent)
         self.wakeUpIfElsewhere()
       })
     if isCurrent {
@@ -133,9 +150,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     } else {
       lock.withLock {
         remoteTimers.append(timer)
-        hasRemoteWork.store(true, ordering: .relaxed)
-        if sleeping { lock.signal() }
+        hasRemoteWork.store(true, ordering: .sequentiallyConsistent)
       }
+      wakeIfAsleep()
     }
     return timer
   }
@@ -166,7 +183,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
 
   /// How many `co_delay` sleeps are pending (for tests, on the loop's own thread).
   var pendingSleepsForTesting: Int {
-    precondition(isCurrent, "pendingSleepsForTesting: read it on the loop's own thread")
+    coPrecondition(isCurrent, "pendingSleepsForTesting: read it on the loop's own thread")
     return sleepers
   }
 
@@ -188,30 +205,40 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       localLive &-= 1
       return
     }
-    remoteLive.subtract(1, ordering: .releasing)
+    remoteLive.subtract(1, ordering: .sequentiallyConsistent)
     wakeUpIfElsewhere()
   }
 
   private func wakeUpIfElsewhere() {
     guard !isCurrent else { return }
-    lock.withLock {
-      if sleeping { lock.signal() }
+    wakeIfAsleep()
+  }
+
+  /// Wakes the loop if it sleeps in its poller; the first waker of a sleep writes the eventfd,
+  /// later ones find the flag already cleared.
+  private func wakeIfAsleep() {
+    if sleeping.load(ordering: .sequentiallyConsistent),
+      sleeping.exchange(false, ordering: .sequentiallyConsistent)
+    {
+      poller.wake()
     }
   }
 
   /// Coroutines of this loop created and not yet finished. Only on the loop's own thread.
-  private var liveCoroutines: Int { localLive &+ remoteLive.load(ordering: .acquiring) }
+  private var liveCoroutines: Int {
+    localLive &+ remoteLive.load(ordering: .sequentiallyConsistent)
+  }
 
   // MARK: Running
 
   /// Runs the loop on the calling thread until it is idle: no job queued, no timer pending and
-  /// no coroutine of this loop left unfinished. While coroutines wait for other threads, the
-  /// thread sleeps rather than spins.
+  /// no coroutine of this loop left unfinished. While its coroutines wait, the thread sleeps in
+  /// the loop's poller rather than spins.
   ///
   /// A loop runs on one thread at a time; calling this while another thread runs the same loop
   /// stops the program with a message.
   public func run() {
-    precondition(
+    coPrecondition(
       !running.exchange(true, ordering: .acquiringAndReleasing),
       "CoroutineLoop.run(): this loop is already running on another thread")
     let previous = cu_tls_current_loop()
@@ -225,8 +252,11 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       // Checked here, not inside: entering the function for nothing cost a frame's worth of
       // saves and restores on every turn (26 of the 391 instructions of a `co_delay(0)`).
       let moreDue = timers.isEmpty ? false : fireDueTimers()
-      runQueuedJobs()
-      if moreDue || !localJobs.isEmpty { continue }
+      let ran = runQueuedJobs()
+      if moreDue || !localJobs.isEmpty {
+        if poller.waiterCount > 0 { pollWhileBusy(afterRunning: ran) }
+        continue
+      }
       if !waitForWork() { break }
     }
     timers = TimerHeap<TimerEntry>()
@@ -295,7 +325,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// its own would span the switches of the jobs it runs, and its return, once per turn, would
   /// be mispredicted (see "Switching" in Coroutine.swift).
   @inline(__always)
-  private func runQueuedJobs() {
+  private func runQueuedJobs() -> Int {
     var remaining = localJobs.count
     var ran = 0
     while remaining > 0, let job = localJobs.popFirst() {
@@ -304,25 +334,46 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       remaining -= 1
       ran &+= 1
     }
+    return ran
   }
 
-  /// Sleeps until there is work; returns false when the loop is idle and should end.
+  /// Asks the poller, without sleeping, for descriptors that became ready, once every
+  /// ``jobsBetweenPolls`` jobs of a loop that never runs out of jobs; a loop that does asks it
+  /// each time it would sleep. A system call per turn would cost a loop of quick jobs, such as
+  /// `co_delay(0)` round trips, several times their own price.
+  private func pollWhileBusy(afterRunning ran: Int) {
+    jobsSincePoll &+= ran
+    guard jobsSincePoll >= Self.jobsBetweenPolls else { return }
+    jobsSincePoll = 0
+    poller.poll(timeout: 0)
+  }
+
+  /// How many jobs a busy loop runs between two looks at its descriptors.
+  static let jobsBetweenPolls = 128
+
+  /// Sleeps in the poller until there is work (a timer due, a descriptor ready, another
+  /// thread's job); returns false when the loop is idle and should end.
   private func waitForWork() -> Bool {
     while timers.withFirst({ $0.isDead }) == true { _ = timers.removeFirst() }
-    if spinForRemoteWork() { return true }
-    lock.lock()
-    defer { lock.unlock() }
-    guard remoteJobs.isEmpty, remoteTimers.isEmpty else { return true }
-    if liveCoroutines == 0, sleepers == 0,
-      pendingTimers.load(ordering: .acquiring) == 0
+    // Spinning watches only other threads' work: with descriptors to watch, the loop sleeps in
+    // the poller at once, which sees both.
+    if poller.waiterCount == 0, spinForRemoteWork() { return true }
+    sleeping.store(true, ordering: .sequentiallyConsistent)
+    if hasRemoteWork.load(ordering: .sequentiallyConsistent) {
+      sleeping.store(false, ordering: .relaxed)
+      return true
+    }
+    if !keepsRunning, liveCoroutines == 0, sleepers == 0,
+      pendingTimers.load(ordering: .sequentiallyConsistent) == 0
     {
+      sleeping.store(false, ordering: .relaxed)
       return false
     }
     let asleep = monotonicNanoseconds()
-    sleeping = true
-    lock.wait(until: timers.firstDeadline)
-    sleeping = false
-    if !remoteJobs.isEmpty || !remoteTimers.isEmpty,
+    poller.poll(timeout: timers.firstDeadline.map { $0 > asleep ? $0 &- asleep : 0 })
+    sleeping.store(false, ordering: .relaxed)
+    jobsSincePoll = 0
+    if hasRemoteWork.load(ordering: .relaxed),
       monotonicNanoseconds() &- asleep <= Self.longestSpin
     {
       // Another thread's work came soon after the loop fell asleep: spinning would have
@@ -339,7 +390,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Sets the spin budget, on the loop's own thread: tests use a huge one to show that the
   /// spin never outlasts a timer's deadline or an idle loop.
   func setSpinBudgetForTesting(_ nanoseconds: UInt64) {
-    precondition(isCurrent, "setSpinBudgetForTesting: call it on the loop's own thread")
+    coPrecondition(isCurrent, "setSpinBudgetForTesting: call it on the loop's own thread")
     spinBudget = nanoseconds
   }
 
@@ -386,7 +437,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     let task = co_launch(on: loop, name: "CoroutineLoop.run", body)
     loop.run()
     guard let result = task.result else {
-      preconditionFailure("CoroutineLoop.run: the loop went idle before its body finished")
+      coStop("CoroutineLoop.run: the loop went idle before its body finished")
     }
     return try result.get()
   }

@@ -1,0 +1,214 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Coroutines
+
+extension IOTests {
+  @Suite struct DescriptorWaitTests {
+    @Test func aPipeWrittenFromAnotherThreadWakesTheWaitingCoroutine() throws {
+      let (events, byte) = try runOnLoopLeavingNoDescriptor { () -> (CoIOEvents, UInt8) in
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) {
+          var byte: UInt8 = 42
+          _ = write(pipe.writeEnd, &byte, 1)
+        }
+        let events = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 10)
+        var byte: UInt8 = 0
+        #expect(read(pipe.readEnd, &byte, 1) == 1)
+        return (events, byte)
+      }
+      #expect(events == .readable)
+      #expect(byte == 42)
+    }
+
+    @Test func aLoopThatNeverRunsOutOfJobsStillServesItsDescriptors() throws {
+      let yieldsWhileWaiting = try runOnLoopLeavingNoDescriptor { () -> Int in
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        let woken = Atomic<Bool>(false)
+        let waiter = co_launch {
+          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 10)
+          woken.store(true, ordering: .relaxed)
+        }
+        try co_delay(0)  // the waiter is registered
+        var byte: UInt8 = 1
+        _ = write(pipe.writeEnd, &byte, 1)
+        // Keep the loop busy: a job is always ready, so it never sleeps in the poller.
+        var yields = 0
+        while !woken.load(ordering: .relaxed) {
+          try co_delay(0)
+          yields += 1
+        }
+        try waiter.await()
+        return yields
+      }
+      #expect(yieldsWhileWaiting <= CoroutineLoop.jobsBetweenPolls * 2)
+    }
+
+    @Test func aWaitThatTimesOutLeavesNothingRegistered() throws {
+      try runOnLoopLeavingNoDescriptor { () throws in
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        let loop = CoroutineLoop.current!
+        #expect(throws: CoroutineError.timedOut) {
+          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 0.01)
+        }
+        #expect(loop.poller.waiterCount == 0)
+        // Waiting again works, and the descriptor is not reported ready on its own.
+        #expect(throws: CoroutineError.timedOut) {
+          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 0.01)
+        }
+      }
+    }
+
+    @Test func aZeroTimeoutOnlyLooks() throws {
+      try runOnLoopLeavingNoDescriptor { () throws in
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        #expect(try co_wait(fd: pipe.writeEnd, for: .writable, timeout: 0) == .writable)
+        #expect(throws: CoroutineError.timedOut) {
+          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 0)
+        }
+      }
+    }
+
+    @Test func cancellingAWaitingCoroutineEndsItsWaitAndUnregisters() throws {
+      let cancelled = try runOnLoopLeavingNoDescriptor { () -> Bool in
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        let waiter = co_launch { _ = try co_wait(fd: pipe.readEnd, for: .readable) }
+        try co_delay(0.005)
+        waiter.cancel()
+        let cancelled: Bool
+        do {
+          try waiter.await()
+          cancelled = false
+        } catch is CancellationError {
+          cancelled = true
+        }
+        #expect(CoroutineLoop.current!.poller.waiterCount == 0)
+        return cancelled
+      }
+      #expect(cancelled)
+    }
+
+    @Test func aReaderAndAWriterWaitOnOneDescriptorAtOnce() throws {
+      let order = try runOnLoopLeavingNoDescriptor { () -> [String] in
+        // A socket pair: each end is readable and writable.
+        var ends: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+        defer { ends.forEach { Glibc.close($0) } }
+        for end in ends { _ = fcntl(end, F_SETFL, O_NONBLOCK) }
+        // Fill ends[0]'s send buffer so that it is not writable.
+        var chunk = [UInt8](repeating: 1, count: 65536)
+        while write(ends[0], &chunk, chunk.count) > 0 {}
+        let log = Mutex<[String]>([])
+        let reader = co_launch {
+          _ = try co_wait(fd: ends[0], for: .readable, timeout: 10)
+          log.withLock { $0.append("readable") }
+        }
+        let writer = co_launch {
+          _ = try co_wait(fd: ends[0], for: .writable, timeout: 10)
+          log.withLock { $0.append("writable") }
+        }
+        try co_delay(0.005)
+        var byte: UInt8 = 1
+        _ = write(ends[1], &byte, 1)  // ends[0] becomes readable
+        try reader.await()
+        // Drain what ends[0] sent, so that it becomes writable again.
+        while read(ends[1], &chunk, chunk.count) > 0 {}
+        try writer.await()
+        return log.withLock { $0 }
+      }
+      #expect(order == ["readable", "writable"])
+    }
+
+    @Test func everyCoroutineWaitingForOneDescriptorWakesWhenItIsReady() throws {
+      let (woken, leftRegistered) = try runOnLoopLeavingNoDescriptor { () -> (Int, Int) in
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        let waiters = (0..<3).map { _ in
+          co_launch { _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 10) }
+        }
+        // A fourth waits for a while only, and leaves before the byte comes.
+        let leaving = co_launch {
+          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 0.001)
+        }
+        #expect(throws: CoroutineError.timedOut) { try leaving.await() }
+        var byte: UInt8 = 1
+        _ = write(pipe.writeEnd, &byte, 1)
+        var woken = 0
+        for waiter in waiters {
+          try waiter.await()
+          woken += 1
+        }
+        return (woken, CoroutineLoop.current!.poller.waiterCount)
+      }
+      #expect(woken == 3)
+      #expect(leftRegistered == 0)
+    }
+
+    @Test func aNegativeOrClosedDescriptorIsABadDescriptor() throws {
+      try runOnLoopLeavingNoDescriptor { () throws in
+        #expect(throws: POSIXError(.EBADF)) { _ = try co_wait(fd: -1, for: .readable) }
+        let pipe = try TestPipe()
+        pipe.close()
+        #expect(throws: POSIXError(.EBADF)) { _ = try co_wait(fd: pipe.readEnd, for: .readable) }
+      }
+    }
+
+    @Test func aRegularFileIsAlwaysReady() throws {
+      try runOnLoopLeavingNoDescriptor { () throws in
+        let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        #expect(try co_wait(fd: fd, for: .readable, timeout: 1) == .readable)
+      }
+    }
+
+    @Test func outsideACoroutineWaitingThrowsNotInCoroutine() {
+      #expect(throws: CoroutineError.notInCoroutine) { _ = try co_wait(fd: 0, for: .readable) }
+    }
+
+    @Test func aCoroutineOnADispatchQueueWaitsInTheSharedPollerAndResumesOnItsQueue() throws {
+      let pipe = try TestPipe()
+      defer { pipe.close() }
+      let queue = DispatchQueue(label: "io-test")
+      let key = DispatchSpecificKey<Int>()
+      queue.setSpecific(key: key, value: 7)
+      let task = co_launch(on: queue) { () -> (CoIOEvents, Int?) in
+        let events = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 10)
+        return (events, DispatchQueue.getSpecific(key: key))
+      }
+      DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) {
+        var byte: UInt8 = 1
+        _ = write(pipe.writeEnd, &byte, 1)
+      }
+      let (events, specific) = try #require(task.blockingResult(seconds: 10)).get()
+      #expect(events == .readable)
+      #expect(specific == 7)
+    }
+
+    @Test func onATestLoopTheTimeoutWaitsForVirtualTime() throws {
+      let pipe = try TestPipe()
+      defer { pipe.close() }
+      let loop = CoroutineTestLoop()
+      let task = co_launch(on: loop) {
+        _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 30)
+      }
+      loop.runUntilIdle()
+      // The coroutine moved to the shared poller's thread to wait: its timeout starts once it
+      // is registered there.
+      let shared = CoroutineLoop.sharedPoller.poller
+      let end = Date().addingTimeInterval(10)
+      while shared.waiterCount == 0, Date() < end { usleep(200) }
+      loop.advance(by: 29)
+      #expect(task.result == nil)
+      loop.advance(by: 1)
+      let result = try #require(loop.runUntilSettled(task, seconds: 10))
+      #expect(throws: CoroutineError.timedOut) { try result.get() }
+    }
+  }
+}

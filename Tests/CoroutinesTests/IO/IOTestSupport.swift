@@ -1,0 +1,161 @@
+import Foundation
+import Testing
+
+@testable import Coroutines
+
+/// The descriptors this process has open now (entries of /proc/self/fd, less the one the
+/// listing itself opens).
+func openDescriptorCount() -> Int {
+  ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 1) - 1
+}
+
+/// Runs `body` and checks that it left the process's open descriptors as it found them. The I/O
+/// suites run one test at a time, in a process of their own (see the Makefile), so that no other
+/// test opens or closes descriptors meanwhile.
+func expectNoDescriptorLeaked(
+  sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+) rethrows {
+  let before = openDescriptorCount()
+  try body()
+  // A loop's own descriptors close when the last reference to it goes, which may be a Dispatch
+  // thread's, released a moment after the callback that held it returned.
+  let end = Date().addingTimeInterval(2)
+  while openDescriptorCount() != before, Date() < end { usleep(1000) }
+  #expect(openDescriptorCount() == before, "descriptors leaked", sourceLocation: sourceLocation)
+}
+
+/// A loop that runs `body` in a coroutine, checking that no descriptor is left open afterwards.
+@discardableResult
+func runOnLoopLeavingNoDescriptor<T>(
+  sourceLocation: SourceLocation = #_sourceLocation, _ body: @escaping () throws -> T
+) throws -> T {
+  var result: T?
+  try expectNoDescriptorLeaked(sourceLocation: sourceLocation) {
+    result = try CoroutineLoop.run(body)
+  }
+  return result!
+}
+
+/// A pipe whose ends are non-blocking and close-on-exec; closes both on `close()`.
+final class TestPipe: Sendable {
+  let readEnd: Int32
+  let writeEnd: Int32
+
+  init() throws {
+    var ends: [Int32] = [0, 0]
+    guard pipe(&ends) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno)!) }
+    for end in ends {
+      _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+      _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+    }
+    readEnd = ends[0]
+    writeEnd = ends[1]
+  }
+
+  func close() {
+    Glibc.close(readEnd)
+    Glibc.close(writeEnd)
+  }
+}
+
+/// Bytes that differ from position to position, so that a byte out of place is noticed: a
+/// block of a prime length (never a multiple of a buffer's size) repeated, which is quick to
+/// build even in a debug build.
+func patternBytes(_ count: Int, seed: Int = 0) -> [UInt8] {
+  let block = (0..<4093).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7 &+ $0 >> 8) }
+  var bytes: [UInt8] = []
+  bytes.reserveCapacity(count + block.count)
+  while bytes.count < count { bytes += block }
+  bytes.removeLast(bytes.count - count)
+  return bytes
+}
+
+/// True when both hold the same bytes (memcmp: `==` on arrays is slow in a debug build).
+func sameBytes(_ first: [UInt8], _ second: [UInt8]) -> Bool {
+  first.count == second.count
+    && first.withUnsafeBytes { a in
+      second.withUnsafeBytes { b in
+        a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
+      }
+    }
+}
+
+extension CoTCPStream {
+  /// Reads exactly `count` bytes, or fewer if the stream ends first.
+  func read(exactly count: Int, timeout: Double? = nil) throws -> [UInt8] {
+    var received: [UInt8] = []
+    while received.count < count {
+      let chunk = try read(upTo: count - received.count, timeout: timeout)
+      if chunk.isEmpty { break }
+      received += chunk
+    }
+    return received
+  }
+
+  /// Reads until the end of the stream.
+  func readToEnd() throws -> [UInt8] {
+    var received: [UInt8] = []
+    while true {
+      let chunk = try read(upTo: 65536)
+      if chunk.isEmpty { return received }
+      received += chunk
+    }
+  }
+}
+
+/// A listener on 127.0.0.1 whose accepted connections are each served by `serve` in a
+/// coroutine of their own, until the listener is closed.
+func startServer(
+  _ listener: CoTCPListener, _ serve: @escaping (CoTCPStream) throws -> Void
+) -> CoTask<Void> {
+  co_launch(detached: true) {
+    while true {
+      let connection: CoTCPStream
+      do {
+        connection = try listener.accept()
+      } catch let error as POSIXError where error.code == .EBADF {
+        return  // closed: the server's work is done
+      }
+      co_launch(detached: true) {
+        defer { connection.close() }
+        try serve(connection)
+      }
+    }
+  }
+}
+
+/// Echoes what it reads until the end of the stream.
+func echo(_ connection: CoTCPStream) throws {
+  var buffer = [UInt8](repeating: 0, count: 16384)
+  while true {
+    let count = try buffer.withUnsafeMutableBytes { try connection.read(into: $0) }
+    if count == 0 { return }
+    try buffer.withUnsafeBytes {
+      try connection.write(UnsafeRawBufferPointer(rebasing: $0[..<count]))
+    }
+  }
+}
+
+extension CoFuture {
+  /// Blocks the calling test thread until the future settles, for at most `seconds`; its result,
+  /// or nil if it did not settle in time.
+  func blockingResult(seconds: Double) -> Result<T, any Error>? {
+    let settled = DispatchSemaphore(value: 0)
+    whenComplete { _ in settled.signal() }
+    _ = settled.wait(timeout: .now() + seconds)
+    return result
+  }
+}
+
+extension CoroutineTestLoop {
+  /// Runs ready jobs until `future` settles, letting other threads (the shared poller) hand
+  /// coroutines back meanwhile; at most `seconds` of real time.
+  func runUntilSettled<T>(_ future: CoFuture<T>, seconds: Double) -> Result<T, any Error>? {
+    let end = Date().addingTimeInterval(seconds)
+    while future.result == nil, Date() < end {
+      runUntilIdle()
+      if future.result == nil { usleep(200) }
+    }
+    return future.result
+  }
+}
