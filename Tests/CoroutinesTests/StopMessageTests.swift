@@ -44,6 +44,17 @@ struct StopMessageTests {
     Misuse(
       role: "advanceBackwards",
       message: "CoroutineTestLoop.advance(by: -1.0): time only moves forward"),
+    Misuse(role: "waitTimeoutIsNaN", message: "co_wait(fd:for:timeout:): the timeout is NaN"),
+    Misuse(
+      role: "waitTimeoutIsNegative",
+      message: "co_wait(fd:for:timeout:): the timeout -1.0 is negative"),
+    Misuse(role: "waitForNoEvents", message: "co_wait(fd:for:timeout:): no events to wait for"),
+    Misuse(
+      role: "readMaxBytesNegative",
+      message: "CoTCPStream.read(upTo:timeout:): maxBytes -1 is negative"),
+    Misuse(
+      role: "acceptTimeoutIsNegative",
+      message: "CoTCPListener.accept(timeout:): the timeout -0.5 is negative"),
   ]
 
   @Test(arguments: misuses)

@@ -36,6 +36,23 @@ let misuses: [String: () throws -> Void] = [
   },
   "allLimitZero": { _ = CoFuture<Int>.all([1], limit: 0) { _ in CoPromise<Int>() } },
   "advanceBackwards": { CoroutineTestLoop().advance(by: -1) },
+  "waitTimeoutIsNaN": {
+    try CoroutineLoop.run { _ = try co_wait(fd: 0, for: .readable, timeout: .nan) }
+  },
+  "waitTimeoutIsNegative": {
+    try CoroutineLoop.run { _ = try co_wait(fd: 0, for: .readable, timeout: -1) }
+  },
+  "waitForNoEvents": { try CoroutineLoop.run { _ = try co_wait(fd: 0, for: []) } },
+  "readMaxBytesNegative": {
+    try CoroutineLoop.run {
+      let listener = try CoTCPListener()
+      let stream = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+      _ = try stream.read(upTo: -1)
+    }
+  },
+  "acceptTimeoutIsNegative": {
+    try CoroutineLoop.run { _ = try CoTCPListener().accept(timeout: -0.5) }
+  },
 ]
 
 let arguments = CommandLine.arguments.dropFirst()
