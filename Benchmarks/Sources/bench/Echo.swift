@@ -46,6 +46,10 @@ enum Echo {
     name: "SwiftNIO, one EventLoop", executable: EchoServer.sibling("echo-nio"))
 
   static func runSection() throws {
+    // The host is shared: a busy neighbour on either core lowers every server's rate alike.
+    let loadAverage =
+      (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
+      .split(separator: " ").first ?? "?"
     let go = GoEchoServer.build()
     var servers = [oursDedicated, oursShared, nio]
     switch go {
@@ -75,8 +79,9 @@ enum Echo {
     print("")
     print(
       "Loopback echo (64-byte requests, one in flight per connection; echoload, one epoll thread "
-        + "in its own process; \(Int(warmupSeconds)) s warm-up, \(Int(measuredSeconds)) s "
-        + "measured, best of \(rounds) runs):")
+        + "in its own process pinned to CPU 1, the server pinned to CPU 0; "
+        + "\(Int(warmupSeconds)) s warm-up, \(Int(measuredSeconds)) s measured, best of "
+        + "\(rounds) runs; load average \(loadAverage) before the section):")
     print("")
     print(
       "| Server | Connections | Requests/s | p50 | p99 | Server CPU per request "

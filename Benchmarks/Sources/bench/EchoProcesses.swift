@@ -77,6 +77,10 @@ enum EchoLoad {
       String(warmup), "--seconds", String(seconds), "--size", "64", "--server-pid",
       String(server.process.processIdentifier),
     ]
+    // A core each (see echoload's --cpu) when there are two or more.
+    if ProcessInfo.processInfo.activeProcessorCount >= 2 {
+      process.arguments! += ["--cpu", "1", "--server-cpu", "0"]
+    }
     let output = Pipe()
     process.standardOutput = output
     try process.run()
@@ -118,8 +122,10 @@ enum GoEchoServer {
 
   static var goCommand: URL? {
     let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-    return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("go") }
-      .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    return path.split(separator: ":").map {
+      URL(fileURLWithPath: String($0)).appendingPathComponent("go")
+    }
+    .first { FileManager.default.isExecutableFile(atPath: $0.path) }
   }
 
   /// The server, built into a temporary directory and run with `GOMAXPROCS=1`, or why not.

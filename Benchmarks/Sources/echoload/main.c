@@ -1,7 +1,7 @@
 // echoload: a loopback echo load generator, one thread on epoll.
 //
 //   echoload --port P [--host 127.0.0.1] --connections N --seconds S [--warmup W] [--size B]
-//            [--server-pid PID]
+//            [--server-pid PID] [--cpu C --server-cpu S]
 //   echoload --port P --connections N --idle
 //
 // Load: N non-blocking connections, each sends B bytes, waits until all B have come back,
@@ -11,6 +11,9 @@
 //   requests_per_second=R p50_us=X p99_us=Y requests=Q errors=E connections=N
 // With --server-pid, also `server_cpu_us=C`: the server's CPU time (user and system, all its
 // threads, from /proc/PID/stat) per recorded request over the recorded window.
+// --cpu and --server-cpu pin this generator to CPU C and every thread of the server to CPU S,
+// so that each has a core of its own: unpinned, the scheduler's wake-up affinity kept moving
+// the two onto one core, and the rate halved.
 // `load_cpu_percent=L` is this generator's own CPU use over the recorded window: near 100, the
 // generator, not the server, may be what limits the rate.
 // Latency is from the request's send to its last byte's arrival (CLOCK_MONOTONIC), kept in a
@@ -20,6 +23,7 @@
 // them open until standard input closes or a signal arrives.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -30,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -94,9 +99,9 @@ typedef struct {
 
 static struct {
   const char *host;
-  int port, connections, size, idle, server_pid;
+  int port, connections, size, idle, server_pid, cpu, server_cpu;
   double seconds, warmup;
-} options = {"127.0.0.1", 0, 1000, 64, 0, 0, 4, 1};
+} options = {"127.0.0.1", 0, 1000, 64, 0, 0, -1, -1, 4, 1};
 
 static volatile sig_atomic_t stop_requested;
 static void on_signal(int signal_number) {
@@ -107,7 +112,7 @@ static void on_signal(int signal_number) {
 static void usage(void) {
   fprintf(stderr,
           "usage: echoload --port P [--host A] [--connections N] [--seconds S] [--warmup W] "
-          "[--size B] [--server-pid PID] [--idle]\n");
+          "[--size B] [--server-pid PID] [--cpu C --server-cpu S] [--idle]\n");
   exit(2);
 }
 
@@ -127,8 +132,13 @@ static void parse(int argc, char **argv) {
     else if (strcmp(name, "--warmup") == 0) options.warmup = atof(value);
     else if (strcmp(name, "--size") == 0) options.size = atoi(value);
     else if (strcmp(name, "--server-pid") == 0) options.server_pid = atoi(value);
+    else if (strcmp(name, "--cpu") == 0) options.cpu = atoi(value);
+    else if (strcmp(name, "--server-cpu") == 0) options.server_cpu = atoi(value);
     else usage();
   }
+  if ((options.server_cpu >= 0 && options.server_pid <= 0) || options.cpu >= CPU_SETSIZE ||
+      options.server_cpu >= CPU_SETSIZE)
+    usage();
   if (options.port <= 0 || options.port > 65535 || options.connections <= 0 || options.size <= 0 ||
       options.seconds <= 0 || options.warmup < 0)
     usage();
@@ -162,6 +172,29 @@ static long long cpu_ticks(int pid) {
              &system) != 2)
     return -1;
   return (long long)(user + system);
+}
+
+static void pin(pid_t thread, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(thread, sizeof set, &set) != 0)
+    fprintf(stderr, "echoload: cannot pin thread %d to CPU %d: %s\n", (int)thread, cpu,
+            strerror(errno));
+}
+
+// Every thread the server has now; threads it starts later inherit their creator's CPU.
+static void pin_server(int pid, int cpu) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", pid);
+  DIR *tasks = opendir(path);
+  if (!tasks) {
+    fprintf(stderr, "echoload: no process %d to pin\n", pid);
+    return;
+  }
+  for (struct dirent *entry; (entry = readdir(tasks)) != NULL;)
+    if (entry->d_name[0] != '.') pin((pid_t)atoi(entry->d_name), cpu);
+  closedir(tasks);
 }
 
 static int epoll_fd;
@@ -384,6 +417,8 @@ static void run_load(connection *all) {
 int main(int argc, char **argv) {
   parse(argc, argv);
   raise_descriptor_limit();
+  if (options.cpu >= 0) pin(0, options.cpu);
+  if (options.server_cpu >= 0) pin_server(options.server_pid, options.server_cpu);
   signal(SIGPIPE, SIG_IGN);
   struct sigaction action = {.sa_handler = on_signal};
   sigaction(SIGINT, &action, NULL);
