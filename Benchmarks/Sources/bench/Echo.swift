@@ -42,6 +42,11 @@ enum Echo {
   static let oursShared = EchoServer(
     name: "ours, shared stacks", executable: EchoServer.sibling("echo-coroutines"),
     arguments: ["--shared"])
+  /// Ours with each connection's buffer mapped as a page of its own, committed on the first
+  /// request (see echo-coroutines): the idle figure without the server's untouched buffer.
+  static let oursSharedMapped = EchoServer(
+    name: "ours, shared stacks, mapped buffers", executable: EchoServer.sibling("echo-coroutines"),
+    arguments: ["--shared", "--mapped-buffers"])
   static let nio = EchoServer(
     name: "SwiftNIO, one EventLoop", executable: EchoServer.sibling("echo-nio"))
 
@@ -71,7 +76,7 @@ enum Echo {
       }
     }
     var memory: [String: Double] = [:]
-    for server in servers {
+    for server in [oursSharedMapped] + servers {
       progress("echo, \(server.name), \(idleConnections) idle connections")
       memory[server.name] = try residentPerIdleConnection(server)
     }
@@ -191,6 +196,11 @@ enum Echo {
         figure: "resident memory per idle connection, \(count) idle, \(oursShared.name)",
         ours: memory[oursShared.name], unit: "KiB", baseline: "2 KiB budget",
         baselineValue: idleBudgetKiB, target: 1))
+    rows.append(
+      Row(
+        figure: "resident memory per idle connection, \(count) idle, \(oursSharedMapped.name)",
+        ours: memory[oursSharedMapped.name], unit: "KiB", baseline: "2 KiB budget",
+        baselineValue: idleBudgetKiB))
     rows.append(
       Row(
         figure: "resident memory per idle connection, \(count) idle, \(oursDedicated.name)",
