@@ -6,12 +6,12 @@ import Foundation
 /// `bench echo` runs this section alone.
 enum Echo {
   static let connectionCounts = [1_000, 4_000]
-  static let warmupSeconds = 1.0
-  static let measuredSeconds = 2.0
+  static let warmupSeconds = 0.5
+  static let measuredSeconds = 1.5
   /// Each server runs this many times per connection count, taking turns with the others; the
   /// run with the most requests per second is kept, as the timed figures keep their fastest,
   /// and the least server CPU per request of any run.
-  static let rounds = 3
+  static let rounds = 4
   static let idleConnections = 5_000
   /// The budget for our resident memory per idle connection on shared stacks, in KiB.
   static let idleBudgetKiB = 2.0
@@ -89,7 +89,7 @@ enum Echo {
     print(
       "Loopback echo (64-byte requests, one in flight per connection; echoload, one epoll thread "
         + "in its own process pinned to CPU 1, the server pinned to CPU 0; "
-        + "\(Int(warmupSeconds)) s warm-up, \(Int(measuredSeconds)) s measured, \(rounds) runs: "
+        + "\(warmupSeconds) s warm-up, \(measuredSeconds) s measured, \(rounds) runs: "
         + "rate and latency of the fastest, the least server CPU per request; load average "
         + "\(loadAverage) before the section):")
     print("")
