@@ -22,15 +22,20 @@ test:
 examples:
 	$(SWIFT) run examples
 
-# DocC with the toolchain's docc and symbol graphs of the debug build: no package dependency.
+# DocC with the toolchain's docc: the library's symbol graphs come from a build of its own
+# (a scratch path apart, so the usual builds keep their flags), so it works on a fresh clone.
+# Warnings (a broken link, an undocumented parameter) fail it. View the result with
+# `python3 -m http.server -d .build/docs 8000` and http://localhost:8000/documentation/coroutines/
 DOCC ?= docc
 docs:
-	$(SWIFT) package dump-symbol-graph --minimum-access-level public > /dev/null
 	rm -rf .build/docs-symbols && mkdir -p .build/docs-symbols
-	cp "$$($(SWIFT) build --show-bin-path)"/../symbolgraph/Coroutines*.symbols.json .build/docs-symbols/
+	$(SWIFT) build --scratch-path .build/docs-build --target Coroutines \
+	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir \
+	  -Xswiftc $(CURDIR)/.build/docs-symbols \
+	  -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
 	$(DOCC) convert Docs/Coroutines.docc --additional-symbol-graph-dir .build/docs-symbols \
 	  --fallback-display-name Coroutines --fallback-bundle-identifier org.swift-coroutines.Coroutines \
-	  --output-path .build/docs
+	  --output-path .build/docs --transform-for-static-hosting --warnings-as-errors
 
 # Every figure beside a baseline measured in the same run (release build of Benchmarks/; a few
 # minutes; not part of `make test` or CI).

@@ -29,10 +29,6 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
   /// A coroutine on a shared stack tried to move to another scheduler (`co_await(on:)`): its
   /// stack belongs to its loop, whose thread may run another coroutine there meanwhile.
   case sharedStackCannotMove
-  /// Another coroutine already waits for descriptor `fd` to become ready in the same direction
-  /// (readable or writable): one waiter per direction, as two readers of one socket would
-  /// split its bytes between them unpredictably.
-  case descriptorBusy(fd: Int32)
 
   /// A sentence that names the problem and, where there is one, the limit behind it.
   public var description: String {
@@ -54,8 +50,6 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
     case .sharedStackCannotMove:
       "a coroutine on a shared stack cannot move to another scheduler: launch it with "
         + "stack: .dedicated to use co_await(on:)"
-    case .descriptorBusy(let fd):
-      "another coroutine already waits for descriptor \(fd) in the same direction"
     }
   }
 }

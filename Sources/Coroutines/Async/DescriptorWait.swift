@@ -16,6 +16,7 @@ import Foundation
 /// A coroutine on a ``CoroutineLoop`` waits in that loop's own poller; a coroutine on any other
 /// scheduler (a `DispatchQueue`) waits in a shared poller thread and resumes on its own
 /// scheduler. Whichever way the wait ends, nothing is left registered for `fd` afterwards.
+/// Several coroutines may wait for one descriptor: all of them wake when it is ready.
 ///
 /// - Parameters:
 ///   - fd: An open descriptor, usually non-blocking. A regular file is always ready.
@@ -24,8 +25,7 @@ import Foundation
 ///     Negative or NaN stops the program with a message naming the value.
 /// - Throws: ``CoroutineError/timedOut`` past the timeout; `CancellationError` at once if the
 ///   coroutine is cancelled; `POSIXError(.EBADF)` for a descriptor below zero or not open;
-///   ``CoroutineError/descriptorBusy(fd:)`` if another coroutine already waits for `fd` in one
-///   of the same directions; ``CoroutineError/notInCoroutine`` outside a coroutine.
+///   ``CoroutineError/notInCoroutine`` outside a coroutine.
 public func co_wait(fd: Int32, for events: CoIOEvents, timeout: Double? = nil) throws
   -> CoIOEvents
 {
@@ -72,7 +72,8 @@ func waitForDescriptor(
 private func readyNow(_ fd: Int32, _ events: CoIOEvents) throws -> CoIOEvents {
   var entry = pollfd(
     fd: fd,
-    events: Int16((events.contains(.readable) ? POLLIN : 0) | (events.contains(.writable) ? POLLOUT : 0)),
+    events: Int16(
+      (events.contains(.readable) ? POLLIN : 0) | (events.contains(.writable) ? POLLOUT : 0)),
     revents: 0)
   let count = poll(&entry, 1, 0)
   if count < 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EINVAL) }

@@ -28,15 +28,25 @@ public final class CoTCPListener: Sendable {
   /// Inside a coroutine, a name is resolved off the loop's thread; outside one, on the calling
   /// thread.
   ///
+  /// - Parameters:
+  ///   - host: The address to listen on: `"127.0.0.1"` (the default) for this machine only,
+  ///   `"0.0.0.0"` or `"::"` for every interface, or a name.
+  ///   - port: The port; 0 asks the system for a free one (read it back from ``port``).
+  ///   - backlog: How many connections may wait to be accepted; negative stops the program
+  ///     with a message.
+  ///   - reusePort: Sets `SO_REUSEPORT`, so that several listeners (one per loop) share the port.
   /// - Throws: `POSIXError` (`.EADDRINUSE` for a port taken, `.EADDRNOTAVAIL` for an address
   ///   not of this machine, `.EACCES` for a privileged port), ``CoResolutionError``.
   public init(
     host: String = "127.0.0.1", port: UInt16 = 0, backlog: Int32 = 1024, reusePort: Bool = false
   ) throws {
     coPrecondition(
-      backlog >= 0, "CoTCPListener.init(host:port:backlog:reusePort:): backlog \(backlog) is negative")
+      backlog >= 0,
+      "CoTCPListener.init(host:port:backlog:reusePort:): backlog \(backlog) is negative")
     let address = try resolveTCP(host: host, port: port, passive: true)[0]
-    let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let fd = socket(
+      address.family,
+      Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw lastPOSIXError() }
     let descriptor = OwnedDescriptor(fd)  // closes the socket if anything below throws
     try setSocketOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
@@ -60,7 +70,8 @@ public final class CoTCPListener: Sendable {
     let timeout = checkedTimeout(timeout, in: call)
     return try descriptor.use { fd in
       while true {
-        let connection = clinux_accept4(fd, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+        let connection = clinux_accept4(
+          fd, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
         if connection >= 0 {
           let stream = CoTCPStream(adopting: connection)
           try setSocketOption(connection, Int32(IPPROTO_TCP), TCP_NODELAY, 1)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A TCP connection whose reads and writes suspend the calling coroutine, never its thread.
 ///
@@ -13,8 +14,8 @@ import Foundation
 /// so a read of data that has already arrived costs one system call and no switch. The socket
 /// is non-blocking and close-on-exec, with `TCP_NODELAY` on; writes never raise `SIGPIPE`.
 ///
-/// One coroutine may read while another writes. Two readers (or two writers) at once are
-/// refused with ``CoroutineError/descriptorBusy(fd:)`` when both would wait.
+/// One coroutine may read while another writes. Several coroutines may also read (or write) at
+/// once; each read returns whatever bytes it finds, so they split the stream unpredictably.
 ///
 /// Errors are Foundation's `POSIXError` with the system's code (`.ECONNREFUSED`,
 /// `.ECONNRESET`, `.EPIPE`, …); ``close()``, from any coroutine or thread, ends the waits on
@@ -22,6 +23,9 @@ import Foundation
 /// without `close()` closes its socket.
 public final class CoTCPStream: Sendable {
   let descriptor: OwnedDescriptor
+  /// True when the last read returned less than it asked for (the socket was empty then), and
+  /// before the first read: the next read waits before it reads.
+  private let drained = Atomic<Bool>(true)
 
   /// Takes ownership of the connected, non-blocking socket `fd`.
   init(adopting fd: Int32) {
@@ -32,8 +36,11 @@ public final class CoTCPStream: Sendable {
   /// the loop's thread; with several addresses, each is tried in the resolver's order until one
   /// connects, and the last one's error is thrown if none does.
   ///
-  /// - Parameter timeout: Seconds for the whole call, the lookup and every attempt included;
-  ///   nil waits as long as the system does.
+  /// - Parameters:
+  ///   - host: An IPv4 or IPv6 literal (`"127.0.0.1"`, `"::1"`) or a name (`"localhost"`).
+  ///   - port: The port to connect to.
+  ///   - timeout: Seconds for the whole call, the lookup and every attempt included; nil waits
+  ///     as long as the system does.
   /// - Throws: `POSIXError` (`.ECONNREFUSED`, `.ENETUNREACH`, …), ``CoResolutionError`` for a
   ///   name that does not resolve, ``CoroutineError/timedOut``, `CancellationError`, and
   ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
@@ -58,7 +65,9 @@ public final class CoTCPStream: Sendable {
   private static func connect(to address: SocketAddress, deadline: CallDeadline, call: StaticString)
     throws -> CoTCPStream
   {
-    let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let fd = socket(
+      address.family,
+      Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw lastPOSIXError() }
     let stream = CoTCPStream(adopting: fd)
     // Closed on every way out but success, cancellation and timeout included.
@@ -82,52 +91,80 @@ public final class CoTCPStream: Sendable {
   /// Reads up to `maxBytes` bytes, waiting until at least one byte arrives; returns `[]` at the
   /// end of the stream (the peer closed or shut down its side), and for a `maxBytes` of zero.
   ///
-  /// - Parameter timeout: Seconds to wait at most; past it ``CoroutineError/timedOut`` is thrown
-  ///   and the stream stays usable.
+  /// - Parameters:
+  ///   - maxBytes: The most bytes to return; negative stops the program with a message.
+  ///   - timeout: Seconds to wait at most; past it ``CoroutineError/timedOut`` is thrown and the
+  ///     stream stays usable.
   public func read(upTo maxBytes: Int, timeout: Double? = nil) throws -> [UInt8] {
-    coPrecondition(
-      maxBytes >= 0, "CoTCPStream.read(upTo:timeout:): maxBytes \(maxBytes) is negative")
+    let call: StaticString = "CoTCPStream.read(upTo:timeout:)"
+    coPrecondition(maxBytes >= 0, "\(call): maxBytes \(maxBytes) is negative")
+    let deadline = CallDeadline(checkedTimeout(timeout, in: call))
     if maxBytes == 0 { return [] }
-    return try [UInt8](unsafeUninitializedCapacity: maxBytes) { buffer, count in
-      count = try receive(
-        into: UnsafeMutableRawBufferPointer(buffer), timeout: timeout,
-        call: "CoTCPStream.read(upTo:timeout:)")
+    return try descriptor.use { fd in
+      // Waits before the buffer exists: an idle connection holds no buffer.
+      try waitIfDrained(fd, deadline, call)
+      return try [UInt8](unsafeUninitializedCapacity: maxBytes) { buffer, count in
+        count = try receive(fd, into: UnsafeMutableRawBufferPointer(buffer), deadline, call)
+      }
     }
   }
 
   /// Reads into `buffer`, waiting until at least one byte arrives; returns how many bytes were
   /// read, 0 at the end of the stream (or for an empty buffer).
   ///
-  /// - Parameter timeout: As for ``read(upTo:timeout:)``.
+  /// - Parameters:
+  ///   - buffer: Where the bytes go; its start is filled.
+  ///   - timeout: As for ``read(upTo:timeout:)``.
   public func read(into buffer: UnsafeMutableRawBufferPointer, timeout: Double? = nil) throws
     -> Int
   {
-    try receive(into: buffer, timeout: timeout, call: "CoTCPStream.read(into:timeout:)")
-  }
-
-  private func receive(
-    into buffer: UnsafeMutableRawBufferPointer, timeout: Double?, call: StaticString
-  ) throws -> Int {
-    let timeout = checkedTimeout(timeout, in: call)
+    let call: StaticString = "CoTCPStream.read(into:timeout:)"
+    let deadline = CallDeadline(checkedTimeout(timeout, in: call))
     if buffer.isEmpty { return 0 }
     return try descriptor.use { fd in
-      while true {
-        let count = recv(fd, buffer.baseAddress, buffer.count, 0)
-        if count >= 0 { return count }
-        switch errno {
-        case EAGAIN, EWOULDBLOCK:
-          _ = try waitForDescriptor(fd, .readable, timeout: timeout, call: call, owner: descriptor)
-        case EINTR: continue
-        default: throw lastPOSIXError()
-        }
+      try waitIfDrained(fd, deadline, call)
+      return try receive(fd, into: buffer, deadline, call)
+    }
+  }
+
+  /// Waits for the socket to become readable if the last read emptied it: this read would
+  /// most likely find nothing. The descriptor's registration is edge-triggered and remembers
+  /// edges nobody waited for, so data that came meanwhile ends the wait at once, without a system
+  /// call. Outside a coroutine it does not wait (the read then waits only if it must).
+  private func waitIfDrained(_ fd: Int32, _ deadline: CallDeadline, _ call: StaticString) throws {
+    guard drained.load(ordering: .relaxed), Coroutine.current != nil else { return }
+    _ = try waitForDescriptor(
+      fd, .readable, timeout: deadline.remaining, call: call, owner: descriptor)
+  }
+
+  /// Reads what is there into `buffer`, waiting whenever the socket has nothing.
+  private func receive(
+    _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, _ deadline: CallDeadline,
+    _ call: StaticString
+  ) throws -> Int {
+    while true {
+      let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+      if count >= 0 {
+        // A read that returned less than it could took everything there was.
+        drained.store(count > 0 && count < buffer.count, ordering: .relaxed)
+        return count
+      }
+      switch errno {
+      case EAGAIN, EWOULDBLOCK:
+        _ = try waitForDescriptor(
+          fd, .readable, timeout: deadline.remaining, call: call, owner: descriptor)
+      case EINTR: continue
+      default: throw lastPOSIXError()
       }
     }
   }
 
   /// Writes all of `bytes`, waiting whenever the socket's buffer is full.
   ///
-  /// - Parameter timeout: Seconds for the whole write; past it ``CoroutineError/timedOut`` is
-  ///   thrown. Bytes the kernel took before that are sent; the stream stays usable.
+  /// - Parameters:
+  ///   - bytes: What to send.
+  ///   - timeout: Seconds for the whole write; past it ``CoroutineError/timedOut`` is thrown.
+  ///     Bytes the kernel took before that are sent; the stream stays usable.
   /// - Throws: `POSIXError(.EPIPE)` or `(.ECONNRESET)` when the peer is gone (never `SIGPIPE`).
   public func write(_ bytes: [UInt8], timeout: Double? = nil) throws {
     try bytes.withUnsafeBytes {
@@ -135,7 +172,11 @@ public final class CoTCPStream: Sendable {
     }
   }
 
-  /// Writes all of `bytes`, as ``write(_:timeout:)-([UInt8],_)`` does.
+  /// Writes all of `bytes`, as ``write(_:timeout:)-([UInt8],_)`` does, from memory you own.
+  ///
+  /// - Parameters:
+  ///   - bytes: What to send; read only during the call.
+  ///   - timeout: As for ``write(_:timeout:)-([UInt8],_)``.
   public func write(_ bytes: UnsafeRawBufferPointer, timeout: Double? = nil) throws {
     try send(bytes, timeout: timeout, call: "CoTCPStream.write(_:timeout:)")
   }
@@ -145,7 +186,8 @@ public final class CoTCPStream: Sendable {
     try descriptor.use { fd in
       var sent = 0
       while sent < bytes.count {
-        let count = Glibc.send(fd, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+        let count = Glibc.send(
+          fd, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
         if count >= 0 {
           sent += count
           continue

@@ -232,8 +232,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   // MARK: Running
 
   /// Runs the loop on the calling thread until it is idle: no job queued, no timer pending and
-  /// no coroutine of this loop left unfinished. While coroutines wait for other threads, the
-  /// thread sleeps rather than spins.
+  /// no coroutine of this loop left unfinished. While its coroutines wait, the thread sleeps in
+  /// the loop's poller rather than spins.
   ///
   /// A loop runs on one thread at a time; calling this while another thread runs the same loop
   /// stops the program with a message.

@@ -4,6 +4,7 @@
 /// An error or a hang-up on the descriptor reports both: the read or write that the caller
 /// tries next returns the error or the end of stream.
 public struct CoIOEvents: OptionSet, Sendable, Hashable {
+  /// The bits: 1 for readable, 2 for writable.
   public let rawValue: UInt8
 
   /// Creates a set of events from its raw bits.

@@ -82,25 +82,19 @@ final class Poller {
   /// number: its descriptor is registered once, edge-triggered for both directions, and stays
   /// registered until it is closed (closing a descriptor takes it out of every epoll set).
   ///
-  /// - Throws: `POSIXError` when the kernel refuses the descriptor (`EBADF` for a closed one);
-  ///   ``CoroutineError/descriptorBusy(fd:)`` when another coroutine already waits for one of
-  ///   the same directions.
+  /// - Throws: `POSIXError` when the kernel refuses the descriptor (`EBADF` for a closed one).
   func register(
     _ fd: Int32, for events: CoIOEvents, owner: UInt64 = 0,
     _ resumer: CoroutineResumer<CoIOEvents>
   ) throws -> CoIOEvents? {
     let index = Int(fd)
     if index >= waiters.count { grow(toHold: index) }
-    if events.contains(.readable) && waiters[index].reader != nil
-      || events.contains(.writable) && waiters[index].writer != nil
-    {
-      throw CoroutineError.descriptorBusy(fd: fd)
-    }
     if waiters[index].owner != owner {
       // Another owner's registration, left behind when it closed (the kernel dropped it then),
       // or a borrowed descriptor's: start afresh.
       waiters[index].owner = 0
       waiters[index].edges = []
+      waiters[index].ends = []
       waiters[index].armed = 0
       waiters[index].inKernel = false
       if owner != 0 {
@@ -111,19 +105,19 @@ final class Poller {
     if owner != 0 {
       let seen = waiters[index].edges.intersection(events)
       if !seen.isEmpty {
-        waiters[index].edges.subtract(seen)
+        waiters[index].edges.subtract(seen.subtracting(waiters[index].ends))
         return seen
       }
     }
-    if events.contains(.readable) { waiters[index].reader = resumer }
-    if events.contains(.writable) { waiters[index].writer = resumer }
+    if events.contains(.readable) { waiters[index].readers.append(resumer) }
+    if events.contains(.writable) { waiters[index].writers.append(resumer) }
     let error = owner != 0 ? 0 : rearm(fd)
     guard error != 0 else {
       countWaiters(events.rawValue.nonzeroBitCount)
       return nil
     }
-    if events.contains(.readable) { waiters[index].reader = nil }
-    if events.contains(.writable) { waiters[index].writer = nil }
+    if events.contains(.readable) { waiters[index].readers.removeLast() }
+    if events.contains(.writable) { waiters[index].writers.removeLast() }
     return try refused(events, error)
   }
 
@@ -139,12 +133,12 @@ final class Poller {
     let index = Int(fd)
     guard index < waiters.count else { return }
     var removed = 0
-    if waiters[index].reader === resumer {
-      waiters[index].reader = nil
+    if let position = waiters[index].readers.firstIndex(where: { $0 === resumer }) {
+      waiters[index].readers.remove(at: position)
       removed += 1
     }
-    if waiters[index].writer === resumer {
-      waiters[index].writer = nil
+    if let position = waiters[index].writers.firstIndex(where: { $0 === resumer }) {
+      waiters[index].writers.remove(at: position)
       removed += 1
     }
     guard removed > 0 else { return }
@@ -204,25 +198,34 @@ final class Poller {
     }
     if kernelEvents & EPOLLOUT.rawValue != 0 { ready.insert(.writable) }
     var unclaimed = ready
-    if ready.contains(.readable), let reader = waiters[index].reader {
+    // Every waiter of a ready direction is woken: each retries its system call, and those that
+    // find nothing left wait again.
+    if ready.contains(.readable), !waiters[index].readers.isEmpty {
       unclaimed.remove(.readable)
-      waiters[index].reader = nil
-      countWaiters(-1)
-      if waiters[index].writer === reader {  // one wait for both directions
-        unclaimed.remove(.writable)
-        waiters[index].writer = nil
-        countWaiters(-1)
+      for reader in waiters[index].readers {
+        if let both = waiters[index].writers.firstIndex(where: { $0 === reader }) {
+          waiters[index].writers.remove(at: both)  // one wait for both directions
+          countWaiters(-1)
+        }
+        reader.resume(.success(ready))
       }
-      reader.resume(.success(ready))
+      countWaiters(-waiters[index].readers.count)
+      waiters[index].readers.removeAll(keepingCapacity: true)
     }
-    if ready.contains(.writable), let writer = waiters[index].writer {
+    if ready.contains(.writable), !waiters[index].writers.isEmpty {
       unclaimed.remove(.writable)
-      waiters[index].writer = nil
-      countWaiters(-1)
-      writer.resume(.success(ready))
+      for writer in waiters[index].writers { writer.resume(.success(ready)) }
+      countWaiters(-waiters[index].writers.count)
+      waiters[index].writers.removeAll(keepingCapacity: true)
     }
     if waiters[index].owner != 0 {
-      waiters[index].edges.formUnion(unclaimed)
+      // The peer's end of the stream, a hang-up or an error stays true once reported: no edge
+      // will say it again, and the system call that finds it never blocks.
+      if kernelEvents & (EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+        waiters[index].ends.insert(.readable)
+      }
+      if failed { waiters[index].ends.insert(.writable) }
+      waiters[index].edges.formUnion(unclaimed.union(waiters[index].ends))
     } else {
       waiters[index].armed = 0
       if waiters[index].wanted != 0 { _ = rearm(fd) }
@@ -283,8 +286,9 @@ final class Poller {
 
 /// Who waits for one descriptor, and what the kernel has armed for it.
 private struct DescriptorWaiters {
-  var reader: CoroutineResumer<CoIOEvents>?
-  var writer: CoroutineResumer<CoIOEvents>?
+  /// The waits for readable and for writable (a wait for both is in both); usually one each.
+  var readers: [CoroutineResumer<CoIOEvents>] = []
+  var writers: [CoroutineResumer<CoIOEvents>] = []
   /// The epoll events armed now for a borrowed descriptor (zero once a one-shot event fired).
   var armed: UInt32 = 0
   /// The registration number of the stream or listener whose descriptor this is, registered
@@ -292,13 +296,16 @@ private struct DescriptorWaiters {
   var owner: UInt64 = 0
   /// Directions an edge reported while nobody waited (owned descriptors only).
   var edges: CoIOEvents = []
+  /// Directions that will never block again (the peer ended its stream, a hang-up, an error),
+  /// kept in `edges` for every later wait (owned descriptors only).
+  var ends: CoIOEvents = []
   /// True while the descriptor is in the epoll interest list (armed or not).
   var inKernel = false
 
   /// The epoll events the waiters need.
   var wanted: UInt32 {
-    (reader != nil ? EPOLLIN.rawValue | EPOLLRDHUP.rawValue : 0)
-      | (writer != nil ? EPOLLOUT.rawValue : 0)
+    (readers.isEmpty ? 0 : EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+      | (writers.isEmpty ? 0 : EPOLLOUT.rawValue)
   }
 }
 

@@ -24,6 +24,30 @@ extension IOTests {
       #expect(byte == 42)
     }
 
+    @Test func aLoopThatNeverRunsOutOfJobsStillServesItsDescriptors() throws {
+      let yieldsWhileWaiting = try runOnLoopLeavingNoDescriptor { () -> Int in
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        let woken = Atomic<Bool>(false)
+        let waiter = co_launch {
+          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 10)
+          woken.store(true, ordering: .relaxed)
+        }
+        try co_delay(0)  // the waiter is registered
+        var byte: UInt8 = 1
+        _ = write(pipe.writeEnd, &byte, 1)
+        // Keep the loop busy: a job is always ready, so it never sleeps in the poller.
+        var yields = 0
+        while !woken.load(ordering: .relaxed) {
+          try co_delay(0)
+          yields += 1
+        }
+        try waiter.await()
+        return yields
+      }
+      #expect(yieldsWhileWaiting <= CoroutineLoop.jobsBetweenPolls * 2)
+    }
+
     @Test func aWaitThatTimesOutLeavesNothingRegistered() throws {
       try runOnLoopLeavingNoDescriptor { () throws in
         let pipe = try TestPipe()
@@ -102,17 +126,29 @@ extension IOTests {
       #expect(order == ["readable", "writable"])
     }
 
-    @Test func aSecondWaiterInTheSameDirectionIsRefused() throws {
-      try runOnLoopLeavingNoDescriptor { () throws in
+    @Test func everyCoroutineWaitingForOneDescriptorWakesWhenItIsReady() throws {
+      let (woken, leftRegistered) = try runOnLoopLeavingNoDescriptor { () -> (Int, Int) in
         let pipe = try TestPipe()
         defer { pipe.close() }
-        let first = co_launch { _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 0.05) }
-        try co_delay(0)
-        #expect(throws: CoroutineError.descriptorBusy(fd: pipe.readEnd)) {
-          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 1)
+        let waiters = (0..<3).map { _ in
+          co_launch { _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 10) }
         }
-        #expect(throws: CoroutineError.timedOut) { try first.await() }
+        // A fourth waits for a while only, and leaves before the byte comes.
+        let leaving = co_launch {
+          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 0.001)
+        }
+        #expect(throws: CoroutineError.timedOut) { try leaving.await() }
+        var byte: UInt8 = 1
+        _ = write(pipe.writeEnd, &byte, 1)
+        var woken = 0
+        for waiter in waiters {
+          try waiter.await()
+          woken += 1
+        }
+        return (woken, CoroutineLoop.current!.poller.waiterCount)
       }
+      #expect(woken == 3)
+      #expect(leftRegistered == 0)
     }
 
     @Test func aNegativeOrClosedDescriptorIsABadDescriptor() throws {
@@ -159,7 +195,9 @@ extension IOTests {
       let pipe = try TestPipe()
       defer { pipe.close() }
       let loop = CoroutineTestLoop()
-      let task = co_launch(on: loop) { _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 30) }
+      let task = co_launch(on: loop) {
+        _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 30)
+      }
       loop.runUntilIdle()
       // The coroutine moved to the shared poller's thread to wait: its timeout starts once it
       // is registered there.

@@ -73,7 +73,11 @@ func patternBytes(_ count: Int, seed: Int = 0) -> [UInt8] {
 /// True when both hold the same bytes (memcmp: `==` on arrays is slow in a debug build).
 func sameBytes(_ first: [UInt8], _ second: [UInt8]) -> Bool {
   first.count == second.count
-    && first.withUnsafeBytes { a in second.withUnsafeBytes { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
+    && first.withUnsafeBytes { a in
+      second.withUnsafeBytes { b in
+        a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
+      }
+    }
 }
 
 extension CoTCPStream {
@@ -126,7 +130,9 @@ func echo(_ connection: CoTCPStream) throws {
   while true {
     let count = try buffer.withUnsafeMutableBytes { try connection.read(into: $0) }
     if count == 0 { return }
-    try buffer.withUnsafeBytes { try connection.write(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+    try buffer.withUnsafeBytes {
+      try connection.write(UnsafeRawBufferPointer(rebasing: $0[..<count]))
+    }
   }
 }
 

@@ -68,7 +68,9 @@ extension IOTests {
         let listener = try CoTCPListener()
         defer { listener.close() }
         let first = Self.outcome(co_launch { _ = try listener.accept(timeout: 0.01) })
-        let client = co_launch { try CoTCPStream.connect(host: "127.0.0.1", port: listener.port).close() }
+        let client = co_launch {
+          try CoTCPStream.connect(host: "127.0.0.1", port: listener.port).close()
+        }
         let second = Self.outcome(co_launch { try listener.accept(timeout: 5).close() })
         try client.await()
         return (first, second)
@@ -87,7 +89,8 @@ extension IOTests {
       // Fill the accept queue (never accepted); stop at the first connect that has to wait.
       while queued.count < 64 {
         do {
-          queued.append(try CoTCPStream.connect(host: "127.0.0.1", port: listener.port, timeout: 0.05))
+          queued.append(
+            try CoTCPStream.connect(host: "127.0.0.1", port: listener.port, timeout: 0.05))
         } catch CoroutineError.timedOut {
           break
         }
@@ -100,7 +103,9 @@ extension IOTests {
         var outcome = ""
         try Self.withFullBacklog { listener in
           outcome = Self.outcome(
-            co_launch { _ = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port, timeout: 0.05) })
+            co_launch {
+              _ = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port, timeout: 0.05)
+            })
         }
         return outcome
       }
@@ -111,7 +116,9 @@ extension IOTests {
       let outcome = try runOnLoopLeavingNoDescriptor { () -> String in
         var outcome = ""
         try Self.withFullBacklog { listener in
-          let connector = co_launch { _ = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port) }
+          let connector = co_launch {
+            _ = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+          }
           try co_delay(0.01)
           connector.cancel()
           outcome = Self.outcome(connector)
@@ -155,7 +162,8 @@ extension IOTests {
         }
         var clients: [CoTCPStream] = []
         for _ in 0..<connections {
-          clients.append(try CoTCPStream.connect(host: "127.0.0.1", port: listener.port, timeout: 10))
+          clients.append(
+            try CoTCPStream.connect(host: "127.0.0.1", port: listener.port, timeout: 10))
         }
         // Every server coroutine now waits in `read`; a ticker on the same loop must keep time.
         var ticks = 0

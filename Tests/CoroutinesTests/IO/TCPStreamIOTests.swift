@@ -78,6 +78,54 @@ extension IOTests {
       #expect(writerWaited)
     }
 
+    @Test func severalCoroutinesAcceptOnOneListenerEachConnectionOnce() throws {
+      let accepted = try runOnLoopLeavingNoDescriptor { () -> [Int] in
+        let listener = try CoTCPListener()
+        defer { listener.close() }
+        let acceptors = (0..<4).map { _ in
+          co_launch { () -> Int in
+            var count = 0
+            while true {
+              do {
+                let connection = try listener.accept()
+                connection.close()
+                count += 1
+              } catch let error as POSIXError where error.code == .EBADF {
+                return count
+              }
+            }
+          }
+        }
+        try co_delay(0.001)  // every acceptor waits
+        for _ in 0..<40 {
+          let stream = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+          stream.close()
+          try co_delay(0)
+        }
+        try co_delay(0.01)
+        listener.close()
+        return try acceptors.map { try $0.await() }
+      }
+      #expect(accepted.reduce(0, +) == 40)
+    }
+
+    @Test func aStreamReleasedWithoutCloseClosesItsSocket() throws {
+      try runOnLoopLeavingNoDescriptor { () throws in
+        let listener = try CoTCPListener()
+        defer { listener.close() }
+        let server = co_launch { () -> [UInt8] in
+          let connection = try listener.accept()
+          defer { connection.close() }
+          return try connection.readToEnd()
+        }
+        do {
+          let stream = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+          try stream.write([1, 2, 3])
+        }  // released here: the server reads the end of the stream
+        #expect(try server.await() == [1, 2, 3])
+      }
+    }
+
     @Test func shutdownWriteLetsThePeerReadTheEndOfStreamAndKeepsReadingOpen() throws {
       let reply = try runOnLoopLeavingNoDescriptor { () -> [UInt8] in
         let listener = try CoTCPListener()
