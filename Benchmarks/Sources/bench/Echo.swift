@@ -64,8 +64,10 @@ enum Echo {
     }
 
     var results: [String: [Int: LoadResult]] = [:]
-    for connections in connectionCounts {
-      for round in 1...rounds {
+    // Rounds outermost: each server's runs spread over the whole section, so that a busy
+    // stretch of the shared host falls on every server alike rather than on one's turn.
+    for round in 1...rounds {
+      for connections in connectionCounts {
         for server in servers {
           progress("echo, \(server.name), \(connections) connections, round \(round)")
           var result = try load(server, connections: connections)
