@@ -62,6 +62,12 @@ enum Echo {
     case .success(let server): servers.append(server)
     case .failure(let reason): progress("Go echo server skipped: \(reason)")
     }
+    defer {
+      // The Go build's temporary directory.
+      if case .success(let server) = go {
+        try? FileManager.default.removeItem(at: server.executable.deletingLastPathComponent())
+      }
+    }
 
     var results: [String: [Int: LoadResult]] = [:]
     // Rounds outermost: each server's runs spread over the whole section, so that a busy
