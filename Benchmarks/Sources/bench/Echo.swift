@@ -21,6 +21,7 @@ enum Echo {
     var requestsPerSecond: Double
     var p50: Double
     var p99: Double
+    /// Connections that failed or never got an answer.
     var errors: Int
     /// The server's CPU time per request in µs (all its threads, user and system): unlike the
     /// rate, it hardly moves when other work on the host takes the server's core.
@@ -52,7 +53,7 @@ enum Echo {
     name: "SwiftNIO, one EventLoop", executable: EchoServer.sibling("echo-nio"))
 
   static func runSection() throws {
-    // The host is shared: a busy neighbour on either core lowers every server's rate alike.
+    // The host is shared: its load average tells how busy it was when the section began.
     let loadAverage =
       (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
       .split(separator: " ").first ?? "?"
@@ -78,10 +79,13 @@ enum Echo {
           progress("echo, \(server.name), \(connections) connections, round \(round)")
           var result = try load(server, connections: connections)
           if let best = results[server.name]?[connections] {
-            // The least CPU per request of any round, beside the fastest round's rate.
+            // The least CPU per request of any round, beside the fastest round's rate; the
+            // failed connections of every round.
             let leastCPU = [best.serverCPU, result.serverCPU].compactMap { $0 }.min()
+            let errors = best.errors + result.errors
             if best.requestsPerSecond > result.requestsPerSecond { result = best }
             result.serverCPU = leastCPU
+            result.errors = errors
           }
           results[server.name, default: [:]][connections] = result
         }
