@@ -155,7 +155,10 @@ enum Echo {
     // Accepted once the server holds a descriptor per connection; then the resident set is
     // read until it has stopped moving (each connection's first read has started waiting).
     let deadline = Date().addingTimeInterval(30)
-    while running.openDescriptors < descriptorsBefore + idleConnections, Date() < deadline {
+    while running.openDescriptors < descriptorsBefore + idleConnections {
+      guard Date() < deadline else {
+        throw EchoBenchError.notAccepted(server.name, running.openDescriptors - descriptorsBefore)
+      }
       usleep(50_000)
     }
     var after = running.residentKiB
@@ -173,7 +176,7 @@ enum Echo {
     results: [String: [Int: LoadResult]], memory: [String: Double], goSkipped: String?
   ) -> [Row] {
     var rows: [Row] = []
-    let goName = "Go, goroutine per connection, GOMAXPROCS=1"
+    let goName = GoEchoServer.name
     for connections in connectionCounts {
       let nioResult = results[nio.name]?[connections]
       let goResult = results[goName]?[connections]

@@ -117,6 +117,7 @@ enum EchoLoad {
 
 /// Go's echo server, built from Benchmarks/Go/echo.go when `go` is on the PATH.
 enum GoEchoServer {
+  static let name = "Go, goroutine per connection, GOMAXPROCS=1"
   static let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .appendingPathComponent("../../Go/echo.go").standardized
 
@@ -147,7 +148,7 @@ enum GoEchoServer {
     guard process.terminationStatus == 0 else { return .failure(.goBuildFailed) }
     return .success(
       EchoServer(
-        name: "Go, goroutine per connection, GOMAXPROCS=1", executable: binary,
+        name: name, executable: binary,
         environment: ["GOMAXPROCS": "1"]))
   }
 }
@@ -156,6 +157,7 @@ enum EchoBenchError: Error, CustomStringConvertible {
   case serverDidNotStart(String, String)
   case loadFailed(Int32)
   case idleConnectionsFailed(Int)
+  case notAccepted(String, Int)
   case goMissing
   case goBuildFailed
 
@@ -165,6 +167,8 @@ enum EchoBenchError: Error, CustomStringConvertible {
       "the \(name) echo server did not print its port (it printed: \(line))"
     case .loadFailed(let status): "echoload exited with status \(status)"
     case .idleConnectionsFailed(let count): "echoload could not open \(count) idle connections"
+    case .notAccepted(let name, let count):
+      "the \(name) echo server accepted only \(count) idle connections in 30 s"
     case .goMissing: "go is not on the PATH"
     case .goBuildFailed: "go build of Benchmarks/Go/echo.go failed"
     }
