@@ -13,6 +13,27 @@ import Testing
     #expect(ExamplesCommand.parse(["image", "feed"], known: names) == .run(["image", "feed"]))
   }
 
+  @Test func liveAsksForTheLiveVariants() {
+    #expect(ExamplesCommand.parse(["feed", "--live"], known: names) == .run(["feed"], live: true))
+    #expect(ExamplesCommand.parse(["--live"], known: names) == .run(names, live: true))
+    #expect(ExamplesCommand.parse(["--lve"], known: names) == .unknown("--lve"))
+  }
+
+  @Test func liveRunsTheLiveVariantWhereThereIsOne() {
+    let ran = Locked<[String]>([])
+    let withLive = Walkthrough(
+      name: "feed", summary: "", live: { _ in ran.withLock { $0.append("live") } }
+    ) { _ in ran.withLock { $0.append("stubbed") } }
+    let without = Walkthrough(name: "image", summary: "") { _ in
+      ran.withLock { $0.append("image") }
+    }
+    let quiet: @Sendable (String) -> Void = { _ in }
+    let status = ExamplesCommand.main(
+      ["feed", "image", "--live"], walkthroughs: [withLive, without], output: quiet, errors: quiet)
+    #expect(status == 0)
+    #expect(ran.value == ["live", "image"])
+  }
+
   @Test func helpWinsOverNames() {
     #expect(ExamplesCommand.parse(["feed", "--help"], known: names) == .help)
     #expect(ExamplesCommand.parse(["-h"], known: names) == .help)

@@ -44,7 +44,8 @@ public enum FeedWalkthrough {
   /// The entry for `swift run examples feed`.
   public static let walkthrough = Walkthrough(
     name: "feed",
-    summary: "the feed screen: 20 fetches, parse, save, progress; callbacks vs a coroutine"
+    summary: "the feed screen: 20 fetches, parse, save, progress; callbacks vs a coroutine",
+    live: liveRun
   ) { narrator in
     let report = try run(Configuration(), narrator: narrator)
     try check(report)

@@ -9,7 +9,7 @@ let refreshWithCoroutinesSource = #filePath
 /// parks the coroutine (no thread waits) and it resumes on the loop, so the screen is touched
 /// directly. Failed fetches are saved without items.
 public func refreshFeeds(
-  _ subscriptions: [Subscription], http: StubHTTPClient, database: StubFeedDatabase,
+  _ subscriptions: [Subscription], http: some FeedHTTPClient, database: StubFeedDatabase,
   screen: FeedScreen
 ) throws -> [SavedFeed] {
   var saved: [SavedFeed] = []

@@ -5,6 +5,7 @@ import Foundation
 /// ```
 /// swift run examples            every walkthrough in turn
 /// swift run examples feed       one (or several: feed image)
+/// swift run examples feed --live  its variant over real loopback sockets
 /// swift run examples --help     the list
 /// ```
 public enum ExamplesCommand {
@@ -12,8 +13,8 @@ public enum ExamplesCommand {
   public enum Action: Equatable {
     /// Print the list and exit 0.
     case help
-    /// Run these walkthroughs, in this order.
-    case run([String])
+    /// Run these walkthroughs, in this order; their live variants with `live`.
+    case run([String], live: Bool = false)
     /// Print why and the list, and exit non-zero.
     case unknown(String)
   }
@@ -22,8 +23,10 @@ public enum ExamplesCommand {
   public static func parse(_ arguments: [String], known: [String]) -> Action {
     if arguments.isEmpty { return .run(known) }
     if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) { return .help }
-    if let bad = arguments.first(where: { !known.contains($0) }) { return .unknown(bad) }
-    return .run(arguments)
+    let live = arguments.contains("--live")
+    let names = arguments.filter { $0 != "--live" }
+    if let bad = names.first(where: { !known.contains($0) }) { return .unknown(bad) }
+    return .run(names.isEmpty ? known : names, live: live)
   }
 
   /// The list `--help` prints: a usage line, then one line per walkthrough.
@@ -32,8 +35,14 @@ public enum ExamplesCommand {
     let lines = walkthroughs.map {
       "  \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.summary)"
     }
+    let live = walkthroughs.filter { $0.live != nil }.map(\.name)
     return
-      (["usage: swift run examples [walkthrough...]  (none: all of them)", "walkthroughs:"]
+      ([
+        "usage: swift run examples [walkthrough...] [--live]  (none: all of them)",
+        "  --live  runs over real loopback sockets where there is a live variant ("
+          + live.joined(separator: ", ") + "), the stubbed walkthrough elsewhere",
+        "walkthroughs:",
+      ]
       + lines).joined(separator: "\n")
   }
 
@@ -52,13 +61,15 @@ public enum ExamplesCommand {
     case .unknown(let name):
       errors("examples: no walkthrough named '\(name)'\n" + usage(walkthroughs))
       return 64
-    case .run(let names):
+    case .run(let names, let live):
       var failed: [String] = []
       for name in names {
         guard let walkthrough = walkthroughs.first(where: { $0.name == name }) else { continue }
-        output("\n=== \(walkthrough.name): \(walkthrough.summary) ===")
+        let variant = live ? walkthrough.live : nil
+        output(
+          "\n=== \(walkthrough.name)\(variant == nil ? "" : " --live"): \(walkthrough.summary) ===")
         do {
-          try walkthrough.run(Narrator(sink: output))
+          try (variant ?? walkthrough.run)(Narrator(sink: output))
         } catch {
           errors("examples: \(name) failed: \(error)")
           failed.append(name)

@@ -30,4 +30,23 @@ public enum SourceLines {
     }
     return found ? count : nil
   }
+
+  /// The lines of region `name` of the file at `path`, markers left out, or nil when the file or
+  /// the region cannot be found.
+  public static func text(region name: String, inFile path: String) -> String? {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+    var inside = false
+    var lines: [Substring] = []
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+      let trimmed = line.trimmingCharacters(in: .whitespaces)
+      if trimmed == "// region: \(name)" {
+        inside = true
+      } else if inside && trimmed == "// endregion" {
+        return lines.joined(separator: "\n")
+      } else if inside {
+        lines.append(line)
+      }
+    }
+    return nil
+  }
 }

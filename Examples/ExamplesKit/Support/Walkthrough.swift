@@ -7,11 +7,17 @@ public struct Walkthrough: Sendable {
   public let summary: String
   /// Runs the walkthrough, narrating as it goes; throws when its own checks fail.
   public let run: @Sendable (Narrator) throws -> Void
+  /// The variant `--live` runs, over real loopback sockets instead of stubs, if there is one.
+  public let live: (@Sendable (Narrator) throws -> Void)?
 
-  /// A walkthrough called `name`.
-  public init(name: String, summary: String, run: @escaping @Sendable (Narrator) throws -> Void) {
+  /// A walkthrough called `name`, with a `--live` variant if `live` is given.
+  public init(
+    name: String, summary: String, live: (@Sendable (Narrator) throws -> Void)? = nil,
+    run: @escaping @Sendable (Narrator) throws -> Void
+  ) {
     self.name = name
     self.summary = summary
+    self.live = live
     self.run = run
   }
 
@@ -24,6 +30,7 @@ public struct Walkthrough: Sendable {
     ChannelWalkthrough.walkthrough,
     TupleWalkthrough.walkthrough,
     ConcurrencyWalkthrough.walkthrough,
+    EchoWalkthrough.walkthrough,
   ]
 }
 

@@ -1,7 +1,8 @@
 import Glibc
 
-/// A mutex paired with a condition variable, for the few places that must block a thread
-/// (a loop waiting for work). Everything else locks with `Synchronization.Mutex`.
+/// A mutex paired with a condition variable, for the few places that must block a thread (a
+/// generator's consumer, the stall watchdog); a loop's remote queue uses its mutex alone, as
+/// the loop sleeps in its poller. Everything else locks with `Synchronization.Mutex`.
 final class ConditionLock: @unchecked Sendable {  // pthread_mutex_t/pthread_cond_t synchronise it
   private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
   private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)

@@ -160,15 +160,7 @@ final class Poller {
   /// thread's ``wake()`` was among the events.
   @discardableResult
   func poll(timeout: UInt64?) -> Bool {
-    var time = timeout.map {
-      timespec(tv_sec: Int($0 / 1_000_000_000), tv_nsec: Int($0 % 1_000_000_000))
-    }
-    let count: Int32
-    if time != nil {
-      count = epoll_pwait2(epoll, events, Self.eventBatch, &time!, nil)
-    } else {
-      count = epoll_pwait2(epoll, events, Self.eventBatch, nil, nil)
-    }
+    let count = wait(timeout: timeout)
     guard count > 0 else { return false }  // a timeout, or EINTR: the loop looks again
     var woken = false
     for offset in 0..<Int(count) {
@@ -183,6 +175,28 @@ final class Poller {
     }
     return woken
   }
+
+  /// `epoll_pwait2`, whose timeout has nanoseconds, so timers fire on time; before Linux 5.11,
+  /// `epoll_wait`, whose timeout has milliseconds, rounded up so that no timer fires early.
+  private func wait(timeout: UInt64?) -> Int32 {
+    if Self.hasPreciseWait {
+      var time = timeout.map {
+        timespec(tv_sec: Int($0 / 1_000_000_000), tv_nsec: Int($0 % 1_000_000_000))
+      }
+      let count =
+        time == nil
+        ? epoll_pwait2(epoll, events, Self.eventBatch, nil, nil)
+        : epoll_pwait2(epoll, events, Self.eventBatch, &time!, nil)
+      if count >= 0 || errno != ENOSYS { return count }
+      Self.hasPreciseWait = false
+    }
+    let milliseconds = timeout.map { Int32(clamping: ($0 &+ 999_999) / 1_000_000) } ?? -1
+    return epoll_wait(epoll, events, Self.eventBatch, milliseconds)
+  }
+
+  /// False once `epoll_pwait2` was found missing (a kernel before 5.11). A benign race: every
+  /// thread that reads true tries it, and falls back on ENOSYS.
+  nonisolated(unsafe) private static var hasPreciseWait = true
 
   /// Resumes the waiters of `fd` that `kernelEvents` makes ready. A borrowed descriptor is
   /// re-armed for the directions still waited for (the one-shot event disarmed it); an owned
