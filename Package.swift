@@ -31,6 +31,13 @@ let package = Package(
       dependencies: ["Coroutines"],
       path: "Examples/ExamplesKit"
     ),
+    // Commits one programming error per run, for the test that checks a release build's
+    // messages (`make test` builds it with -c release).
+    .executableTarget(
+      name: "stop-messages",
+      dependencies: ["Coroutines"],
+      path: "Tests/StopMessages"
+    ),
     .testTarget(
       name: "CoroutinesTests",
       dependencies: ["Coroutines"],

@@ -172,7 +172,8 @@ private final class FakeChild: TaskNode, @unchecked Sendable {  // reason: used 
   var unhandledErrorHandler: HandlerBox? { nil }
   func cancel() {}
   func adopt(_ child: any TaskNode) -> Bool { true }
-  func childFinished(_ child: any TaskNode) {}
+  func childFinished(_ child: any TaskNode) -> (any TaskNode)? { nil }
+  func cancelOwnCoroutine() -> [any TaskNode] { [] }
   func failedToStart(_ error: CoroutineError) {}
   func removeChild(_ child: any TaskNode) {}
 }

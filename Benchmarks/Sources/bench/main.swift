@@ -5,6 +5,7 @@ import Foundation
 // `make bench`: every figure of ours beside a baseline measured in this same run, with the
 // target ratios from issue 6. Backend-dependent figures run in child processes.
 
+if try DeepChainFigures.runIfRequested() { exit(0) }
 if try Child.runIfRequested() { exit(0) }
 
 let started = baseline_now_ns()
@@ -196,6 +197,8 @@ for (mode, budget, measurements) in [
     rows.append(row)
   }
 }
+
+rows += try DeepChainFigures.rows(backends: backends)
 
 print("")
 print(

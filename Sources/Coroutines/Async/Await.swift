@@ -154,7 +154,7 @@ public func co_delay(_ seconds: Double) throws {
 /// `co_delay` with a positive delay (or NaN).
 @usableFromInline
 func delayOnClock(_ seconds: Double) throws {
-  precondition(!seconds.isNaN, "co_delay(_:): the delay is NaN")
+  coPrecondition(!seconds.isNaN, "co_delay(_:): the delay is NaN")
   // Unretained on the way to the loop's timer heap: a running coroutine is kept alive by
   // whoever resumed it, and with thousands of sleepers each retain was a cache miss.
   let running = try Coroutine.requireCurrentUnretained()

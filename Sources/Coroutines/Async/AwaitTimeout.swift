@@ -13,6 +13,7 @@
 /// - Throws: The future's error; ``CoroutineError/timedOut``; `CancellationError`;
 ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
 public func co_await<T>(_ future: CoFuture<T>, timeout seconds: Double) throws -> T {
+  coPrecondition(!seconds.isNaN, "co_await(_:timeout:): the timeout is NaN")
   let coroutine = try Coroutine.requireCurrent()
   if coroutine.isCancelled { throw CancellationError() }
   if let settled = future.result { return try settled.get() }
@@ -35,6 +36,7 @@ extension CoFuture {
   /// Waits for the outcome for at most `seconds` inside a coroutine; see
   /// `co_await(_:timeout:)`.
   public func await(timeout seconds: Double) throws -> T {
-    try co_await(self, timeout: seconds)
+    coPrecondition(!seconds.isNaN, "CoFuture.await(timeout:): the timeout is NaN")
+    return try co_await(self, timeout: seconds)
   }
 }

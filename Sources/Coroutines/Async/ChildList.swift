@@ -52,9 +52,9 @@ struct ChildList {
     let place = child.indexInParent
     guard place >= 0 else { return }
     child.indexInParent = -1
-    guard let header = storage else { preconditionFailure("a child left a list it was not in") }
+    guard let header = storage else { coStop("a child left a list it was not in") }
     let slots = Self.slots(header)
-    precondition(
+    coPrecondition(
       place >= header.pointee.base + header.pointee.head
         && place < header.pointee.base + header.pointee.end,
       "a child left a list it was not in")

@@ -117,7 +117,7 @@ public final class CoBound<Value>: @unchecked Sendable, CustomStringConvertible 
     }
     #if DEBUG
       if SchedulerIdentity.isCurrent(scheduler) == false {
-        preconditionFailure(
+        coStop(
           "CoBound<\(Value.self)> \"\(name)\" belongs to \(SchedulerIdentity.describe(scheduler))"
             + " but \(call) was called directly on "
             + "\(SchedulerIdentity.describeCallingThread()); call it from a coroutine, which "

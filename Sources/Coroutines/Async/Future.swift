@@ -5,7 +5,7 @@ import Synchronization
 /// Futures follow the Promise/A+ rules: later settles are ignored; observers added after
 /// settling still fire; each observer fires exactly once. Any thread may settle, observe or
 /// await. Create one with ``CoPromise`` or ``co_launch(on:name:stackSize:_:)``.
-public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` are behind `mutex`
+public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is behind `futureLock`
   // The state is `@usableFromInline` and the hot paths `@inlinable`, so that a caller in another
   // module runs them specialised for its `T`: unspecialised, every settle, observe and read
   // looked up the metadata of `Result<T, any Error>?` and `Observers` in the runtime's tables.
@@ -26,6 +26,9 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   @usableFromInline @exclusivity(unchecked) final var futureState = FutureState.pending
   /// Whether anyone has looked at the outcome (see ``CoUnhandledErrors``).
   @usableFromInline @exclusivity(unchecked) final var futureObserved = false
+  /// Settled, with observers in `futureObservers` that a ``Trampoline`` will tell: an observer
+  /// added meanwhile joins them, after them, rather than running before them.
+  @usableFromInline @exclusivity(unchecked) final var futureNotifying = false
   /// The error of a rejected future.
   @usableFromInline @exclusivity(unchecked) final var futureError: (any Error)?
   /// The value of a fulfilled future: its bytes when `T` is trivial and fits in a word
@@ -98,6 +101,10 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
 
   /// Calls `callback` once with the outcome: on the thread that settles the future, right after
   /// it settles, or at once on this thread if it already has. Counts as observing the future.
+  ///
+  /// When the settle (or this call) happens inside another callback, `callback` runs on the
+  /// same thread right after that callback returns, in the order callbacks were added: a chain
+  /// of futures of any length is told one link after another, never one inside another.
   @inlinable
   public final func whenComplete(_ callback: @escaping (Result<T, any Error>) -> Void) {
     observe(callback, marking: true)
@@ -133,13 +140,35 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
 
   @inlinable
   final func observe(_ observer: Observer, marking: Bool) {
+    var route = NotificationRoute.now
     let settled = futureLock.withLock { _ -> Result<T, any Error>? in
       if marking { futureObserved = true }
-      if let futureOutcome { return futureOutcome }
-      futureObservers.append(observer)
-      return nil
+      if futureState == .pending || futureNotifying {
+        futureObservers.append(observer)
+        return nil
+      }
+      // Settled: a waiting coroutine is only scheduled, so it is told at once; a callback is
+      // told through this stack's trampoline, as by a settle (see ``routeLocked()``).
+      if case .callback = observer {
+        if let trampoline = Trampoline.running {
+          futureNotifying = true
+          futureObservers.append(observer)
+          route = .left(trampoline)
+          return nil
+        }
+        route = .run
+      }
+      return futureOutcome
     }
-    if let settled { observer.notify(settled) }
+    if let settled {
+      if case .run = route {
+        Trampoline.run { observer.notify(settled) }
+      } else {
+        observer.notify(settled)
+      }
+    } else if case .left(let trampoline) = route {
+      trampoline.leave(self)
+    }
   }
 
   /// Rejects a pending future with `CancellationError`; does nothing once settled.
@@ -166,15 +195,93 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   /// ``didSettle()``.
   @inlinable
   final func settleOutcome(_ result: Result<T, any Error>) -> Bool {
+    var route: NotificationRoute? = nil
     let toNotify = futureLock.withLock { _ -> Observers? in
       guard futureState == .pending else { return nil }
       storeOutcome(result)
       if case .failure = result { futureState = .rejected } else { futureState = .fulfilled }
+      let chosen = routeLocked()
+      route = chosen
+      if case .left = chosen { return nil }  // they stay for the trampoline
       return futureObservers.takeAll()
     }
-    guard let toNotify else { return false }
-    toNotify.forEach { $0.notify(result) }
+    guard let route else { return false }
+    if let toNotify {
+      tell(toNotify, route, result)
+    } else if case .left(let trampoline) = route {
+      trampoline.leave(self)
+    }
     return true
+  }
+
+  /// Decides how the observers of the outcome just published are told. Inside `futureLock`.
+  ///
+  /// Waiting coroutines (resumers) are only scheduled, so they are told at once: the await
+  /// path never looks for a trampoline. A callback may settle further futures, so callbacks
+  /// are told with this stack's trampoline running; if a callback is running on this stack
+  /// already, they stay in `futureObservers` for its trampoline (see ``Trampoline``) and
+  /// `futureNotifying` says so.
+  @inlinable @inline(__always)
+  final func routeLocked() -> NotificationRoute {
+    guard futureObservers.hasCallback else { return .now }
+    guard let trampoline = Trampoline.running else { return .run }
+    futureNotifying = true
+    return .left(trampoline)
+  }
+
+  /// Tells `observers` the published `outcome` the way ``routeLocked()`` chose, outside the
+  /// lock (for `.left` they wait in `futureObservers` instead). Always inlined: unspecialised,
+  /// a call of its own looked up the generic metadata of its parameters again.
+  @inlinable @inline(__always)
+  final func tell(
+    _ observers: Observers, _ route: NotificationRoute, _ outcome: Result<T, any Error>
+  ) {
+    switch route {
+    case .now: observers.notifyAll(outcome)
+    case .run: Trampoline.run { observers.notifyAll(outcome) }
+    case .left(let trampoline): trampoline.leave(self)
+    }
+  }
+
+  /// Tells the observers waiting in `futureObservers` for a trampoline. An observer added
+  /// while they are told finds `futureNotifying` clear and is left on the trampoline again,
+  /// after them.
+  ///
+  /// Always reached unspecialised (through `TrampolineTarget`), so it touches as few generic
+  /// types as it can: each costs a look-up in the runtime's tables on every call.
+  @usableFromInline
+  func runLeftWork() {
+    let single = futureLock.withLock { _ -> Observer? in
+      guard futureObservers.rest.isEmpty else { return nil }
+      futureNotifying = false
+      defer { futureObservers.first = nil }
+      return futureObservers.first
+    }
+    // Published, so it never changes again: read outside the lock.
+    guard let single else { return runLeftWorkOfSeveral() }
+    single.notify(publishedOutcome)
+  }
+
+  /// ``runLeftWork()`` for several observers, or none.
+  @usableFromInline
+  func runLeftWorkOfSeveral() {
+    let observers = futureLock.withLock { _ -> Observers in
+      futureNotifying = false
+      return futureObservers.takeAll()
+    }
+    observers.notifyAll(publishedOutcome)
+  }
+
+  /// The outcome of a published future (never pending); inside `futureLock`, or outside it
+  /// once published, as it never changes again.
+  @inlinable
+  final var publishedOutcome: Result<T, any Error> {
+    if futureState == .rejected { return .failure(futureError!) }
+    if Self.valueFitsInWord {
+      return .success(withUnsafeBytes(of: futureWord) { $0.load(as: T.self) })
+    }
+    let box = Unmanaged<FutureValueBox<T>>.fromOpaque(UnsafeRawPointer(bitPattern: futureWord)!)
+    return .success(box.takeUnretainedValue().value)
   }
 
   /// Publishes the outcome already written with ``storeOutcome(_:)`` and notifies the
@@ -183,29 +290,32 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
   /// Only for a future that nothing else settles (a task: its `cancel()` does not settle it).
   @inlinable
   final func publishStoredOutcome() {
-    let toNotify = futureLock.withLock { _ in publishStoredOutcomeLocked() }
-    if let toNotify { notifyPublished(toNotify) }
+    var route = NotificationRoute.now
+    let toNotify = futureLock.withLock { _ in publishStoredOutcomeLocked(&route) }
+    if let toNotify { notifyPublished(toNotify, route) }
   }
 
   /// The part of ``publishStoredOutcome()`` inside `futureLock`: marks the outcome published
-  /// and returns the observers to notify, or `nil` if the future had already settled or nobody
-  /// observes it. Most launched coroutines are never observed: for them nothing is copied out
-  /// of the lock, and the outcome is never read back (about 70 instructions per launch).
+  /// and returns the observers to notify (with `route` saying how), or `nil` if the future had
+  /// already settled or nobody observes it. Most launched coroutines are never observed: for
+  /// them nothing is copied out of the lock, and the outcome is never read back (about 70
+  /// instructions per launch).
   @inlinable
-  final func publishStoredOutcomeLocked() -> Observers? {
+  final func publishStoredOutcomeLocked(_ route: inout NotificationRoute) -> Observers? {
     guard futureState == .pending else { return nil }
     futureState = futureError == nil ? .fulfilled : .rejected
     guard futureObservers.first != nil else { return nil }
+    route = routeLocked()
+    if case .left = route { return Observers() }  // they stay for the trampoline
     return futureObservers.takeAll()
   }
 
   /// Notifies `observers` of the published outcome, outside the lock.
   @inlinable
-  final func notifyPublished(_ observers: Observers) {
+  final func notifyPublished(_ observers: Observers, _ route: NotificationRoute) {
     // Published, so it never changes again: read outside the lock. (A tuple of the outcome
     // and the observers out of the lock was copied through the runtime's tuple witnesses.)
-    let outcome = futureOutcome!
-    observers.forEach { $0.notify(outcome) }
+    tell(observers, route, futureOutcome!)
   }
 
   /// Called once, after ``settle(_:)`` settled the future and notified its observers: a
@@ -237,6 +347,14 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
 
     @inlinable init() {}
 
+    /// True unless every observer is a waiting coroutine (counting any beyond the first as a
+    /// callback: several observers are the rare case, and the answer only picks a path).
+    @inlinable
+    var hasCallback: Bool {
+      if case .resumer? = first, rest.isEmpty { return false }
+      return first != nil
+    }
+
     @inlinable
     mutating func append(_ observer: Observer) {
       if first == nil { first = observer } else { rest.append(observer) }
@@ -249,10 +367,12 @@ public class CoFuture<T>: @unchecked Sendable {  // `outcome` and `observers` ar
       return taken
     }
 
+    /// Tells every observer `outcome`, in order. Unspecialised, the array of the rest (empty
+    /// but for several observers) is touched only when it holds some.
     @inlinable
-    func forEach(_ body: (Observer) -> Void) {
-      if let first { body(first) }
-      rest.forEach(body)
+    func notifyAll(_ outcome: Result<T, any Error>) {
+      if let first { first.notify(outcome) }
+      if !rest.isEmpty { rest.forEach { $0.notify(outcome) } }
     }
   }
 }

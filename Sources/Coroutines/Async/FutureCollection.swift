@@ -22,7 +22,7 @@ extension CoFuture {
     _ work: Work, limit: Int = .max, on scheduler: (any CoroutineScheduler)? = nil,
     _ make: @escaping (Work.Element) throws -> CoFuture<T>
   ) -> CoFuture<[T]> {
-    precondition(limit >= 1, "CoFuture.all(_:limit:): limit is \(limit), must be >= 1")
+    coPrecondition(limit >= 1, "CoFuture.all(_:limit:): limit is \(limit), must be >= 1")
     let output = LinkedFuture<[T]>(cancelsInputsWhenSettled: true)
     let pump = WorkPump(Array(work), limit: limit, output: output, scheduler: scheduler, make)
     perform(on: scheduler) { pump.run() }

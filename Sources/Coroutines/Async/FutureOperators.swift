@@ -1,8 +1,9 @@
 /// Operators that derive one future from another.
 ///
 /// Each takes an optional scheduler. Without one, its callback runs on the thread that settles
-/// the input, right after it settles (at once if it already has): nothing waits for a loop that
-/// may not be running. With one, the callback runs as a job on that scheduler. Cancelling the
+/// the input, right after it settles (at once if it already has; right after the callback
+/// running, if the input was settled from inside one): nothing waits for a loop that may not be
+/// running, and a chain of any length settles or is cancelled in bounded stack. With one, the callback runs as a job on that scheduler. Cancelling the
 /// derived future cancels the input it waits for; an input that fails skips the callback and
 /// passes its error on.
 extension CoFuture {

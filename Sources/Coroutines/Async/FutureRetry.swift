@@ -13,7 +13,8 @@ extension CoFuture {
   ///
   /// - Parameters:
   ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
-  ///   - delay: Seconds to wait between attempts, on the same clock as ``timeout(_:on:)``.
+  ///   - delay: Seconds to wait between attempts, on the same clock as ``timeout(_:on:)``; NaN
+  ///     stops with a message.
   ///   - scheduler: Where `make` runs; without one, the first attempt is made on the calling
   ///     thread and later ones on the thread that rejected the previous attempt (or that ran
   ///     the delay's timer).
@@ -22,7 +23,8 @@ extension CoFuture {
     _ attempts: Int, delay: Double = 0, on scheduler: (any CoroutineScheduler)? = nil,
     _ make: @escaping () throws -> CoFuture<T>
   ) -> CoFuture<T> {
-    precondition(attempts >= 1, "CoFuture.retry(_:delay:): attempts is \(attempts), must be >= 1")
+    coPrecondition(attempts >= 1, "CoFuture.retry(_:delay:): attempts is \(attempts), must be >= 1")
+    coPrecondition(!delay.isNaN, "CoFuture.retry(_:delay:): the delay is NaN")
     let output = LinkedFuture<T>()
     let timers = delay > 0 ? timerScheduler(scheduler) : nil
     // Each attempt runs after the previous one ended, so `make` is never called concurrently.

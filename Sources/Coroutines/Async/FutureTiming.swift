@@ -15,11 +15,12 @@ extension CoFuture {
   /// ```
   ///
   /// - Parameters:
-  ///   - seconds: How long to wait, on the timer scheduler's clock.
+  ///   - seconds: How long to wait, on the timer scheduler's clock; NaN stops with a message.
   ///   - scheduler: Where the timer runs and the result is delivered.
   public func timeout(
     _ seconds: Double, on scheduler: (any CoroutineScheduler)? = nil
   ) -> CoFuture<T> {
+    coPrecondition(!seconds.isNaN, "CoFuture.timeout(_:on:): the timeout is NaN")
     let output = LinkedFuture<T>(cancelsInputsWhenSettled: true)
     output.link(self)
     let timer = timerScheduler(scheduler).schedule(after: seconds) {
@@ -34,11 +35,13 @@ extension CoFuture {
   /// settles.
   ///
   /// - Parameters:
-  ///   - seconds: How long to hold the outcome back, on the timer scheduler's clock.
+  ///   - seconds: How long to hold the outcome back, on the timer scheduler's clock; NaN stops
+  ///     with a message.
   ///   - scheduler: Where the timer runs and the result is delivered.
   public func delay(
     _ seconds: Double, on scheduler: (any CoroutineScheduler)? = nil
   ) -> CoFuture<T> {
+    coPrecondition(!seconds.isNaN, "CoFuture.delay(_:on:): the delay is NaN")
     let timers = timerScheduler(scheduler)
     let output = LinkedFuture<T>()
     output.link(self)

@@ -145,7 +145,7 @@ func currentTaskAttachment() -> Unmanaged<AnyObject> {
       $0.attachment.map { Unmanaged<AnyObject>.passUnretained($0) }
     })
   else {
-    preconditionFailure("a launched coroutine started without its task")
+    coStop("a launched coroutine started without its task")
   }
   return task
 }

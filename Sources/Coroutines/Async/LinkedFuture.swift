@@ -58,8 +58,22 @@ final class LinkedFuture<T>: CoFuture<T>, @unchecked Sendable {  // link state i
       defer { hooks = [] }
       return cancelling ? hooks : []
     }
-    toRun.forEach { $0() }
+    guard !toRun.isEmpty else { return }
+    // A hook cancels an input, which closes and runs that input's hooks: from inside a hook
+    // or a callback, this close leaves its hooks on the trampoline instead.
+    if let trampoline = Trampoline.running {
+      trampoline.leave(LeftHooks(toRun))
+    } else {
+      Trampoline.run { toRun.forEach { $0() } }
+    }
   }
+}
+
+/// Cancellation hooks waiting on a trampoline (see ``Trampoline``).
+private final class LeftHooks: TrampolineTarget {
+  let hooks: [() -> Void]
+  init(_ hooks: [() -> Void]) { self.hooks = hooks }
+  func runLeftWork() { hooks.forEach { $0() } }
 }
 
 /// Runs `job` on `scheduler`, or at once on this thread when there is none.

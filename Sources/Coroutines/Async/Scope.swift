@@ -69,6 +69,7 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
 
   /// Creates a scope whose deadline passes `seconds` from now; see ``cancel(after:on:)``.
   public convenience init(timeout seconds: Double, on scheduler: (any CoroutineScheduler)? = nil) {
+    coPrecondition(!seconds.isNaN, "CoScope(timeout:on:): the timeout is NaN")
     self.init()
     cancel(after: seconds, on: scheduler)
   }
@@ -130,6 +131,7 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
   /// A pending deadline keeps a ``CoroutineLoop`` running: cancel or release the scope when its
   /// work is done.
   public func cancel(after seconds: Double, on scheduler: (any CoroutineScheduler)? = nil) {
+    coPrecondition(!seconds.isNaN, "CoScope.cancel(after:on:): the deadline is NaN")
     let timer = timerScheduler(scheduler).schedule(after: seconds) { [weak self] in
       self?.cancel()
     }

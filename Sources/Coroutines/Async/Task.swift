@@ -98,8 +98,7 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   /// coroutine started never runs its body and is rejected with
   /// ``CoroutineError/cancelledBeforeStart``.
   public override func cancel() {
-    coroutine.cancel()
-    cancelChildren()
+    cancelTree(from: self)
   }
 
   /// True once ``cancel()`` has been called (on this task or on an ancestor).
@@ -107,12 +106,28 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
 
   @usableFromInline
   func cancelChildren() {
+    cancelTrees(from: takeChildrenToCancel())
+  }
+
+  /// Marks the children cancelled (a child adopted from now on starts cancelled) and returns
+  /// them, the first time; an empty array afterwards, as the first call cancels them all. So a
+  /// tree is walked once however many of its tasks are cancelled, or end with an error (which
+  /// cancels their children), one after another.
+  @usableFromInline
+  func takeChildrenToCancel() -> [any TaskNode] {
     // Strong references, taken under the lock while every child is still alive.
-    let toCancel = futureLock.withLock { _ -> [any TaskNode] in
+    futureLock.withLock { _ -> [any TaskNode] in
+      if childrenCancelled { return [] }
       childrenCancelled = true
       return children.nodes
     }
-    toCancel.forEach { $0.cancel() }
+  }
+
+  /// Cancels this task's coroutine and returns the children still to cancel.
+  @usableFromInline
+  func cancelOwnCoroutine() -> [any TaskNode] {
+    coroutine.cancel()
+    return takeChildrenToCancel()
   }
 
   /// Joins the parent (born cancelled if the parent already is) and schedules the coroutine.
@@ -130,14 +145,14 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
     // Moved out, not copied: a copy and a reset retained and released what the body captures.
     var taken: Optional<() throws -> T> = nil
     swap(&taken, &body)
-    guard let body = taken else { preconditionFailure("a task's body ran twice") }
+    guard let body = taken else { coStop("a task's body ran twice") }
     storeOutcome(Result { try body() })
     // The attachment's reference to this task moves into the closure: nothing asks for the
     // attachment once the body has returned, and a new reference for the closure, besides
     // the attachment's, cost a retain and a release of the task per launch.
     var held: Optional<any TaskNode> = nil
     swap(&held, &coroutine.attachment)
-    guard let held else { preconditionFailure("a task's coroutine lost its attachment") }
+    guard let held else { coStop("a task's coroutine lost its attachment") }
     let task = unsafeDowncast(held as AnyObject, to: CoTask<T>.self)
     return { task.finish() }
   }
@@ -151,8 +166,9 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
     // Still unpublished, so only this task's own code has touched it.
     if futureError != nil { cancelChildren() }
     var waits = false
+    var route = NotificationRoute.now
     let toNotify = futureLock.withLock { _ -> Observers? in
-      if children.isEmpty { return publishStoredOutcomeLocked() }
+      if children.isEmpty { return publishStoredOutcomeLocked(&route) }
       waitsForChildren = true
       waits = true
       return nil
@@ -162,24 +178,55 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
       coroutineStillLive(coroutine)
       return
     }
-    if let toNotify { notifyPublished(toNotify) }
+    if let toNotify { notifyPublished(toNotify, route) }
     leaveParent()
   }
 
-  /// Publishes the stored outcome and tells the parent. Specialised when the body's end calls
-  /// it; unspecialised (looking up `T`'s metadata) when the last of its children does.
-  @inlinable
-  func complete() {
-    publishStoredOutcome()
-    leaveParent()
-  }
-
-  /// Tells the parent, if any, that this task has settled.
+  /// Tells the parent, if any, that this task has settled; and its parent, if that completes
+  /// the parent, and so on up (``tellAncestors(_:that:)``): a loop, not calls from each parent
+  /// to the next, so a chain of a million nested coroutines ending at once takes one frame.
   @inlinable
   func leaveParent() {
     guard let parent else { return }
     self.parent = nil
-    parent.childFinished(self)
+    // Usually the parent goes on running, or has other children: nothing more to do.
+    guard let grandparent = parent.childFinished(self) else { return }
+    tellAncestors(grandparent, that: parent)
+  }
+
+  /// Takes the parent, to be told that this task has settled.
+  @usableFromInline
+  func takeParent() -> (any TaskNode)? {
+    defer { parent = nil }
+    return parent
+  }
+}
+
+/// Tells `ancestor` that `child` has settled, and so on up while that completes each one.
+@usableFromInline
+func tellAncestors(_ ancestor: any TaskNode, that child: any TaskNode) {
+  var child = child
+  var next: (any TaskNode)? = ancestor
+  while let node = next {
+    next = node.childFinished(child)
+    child = node
+  }
+}
+
+/// Cancels `root` and every task below it, one after another from a list rather than by
+/// calls from each parent to its children: a chain a million deep is cancelled in one frame,
+/// and each task once (see `CoTask.takeChildrenToCancel()`).
+@usableFromInline
+func cancelTree(from root: any TaskNode) {
+  cancelTrees(from: root.cancelOwnCoroutine())
+}
+
+/// Cancels the tasks in `roots` and every task below them (see ``cancelTree(from:)``).
+@usableFromInline
+func cancelTrees(from roots: [any TaskNode]) {
+  var toCancel = roots
+  while let node = toCancel.popLast() {
+    toCancel.append(contentsOf: node.cancelOwnCoroutine())
   }
 }
 
@@ -227,8 +274,12 @@ protocol TaskNode: AnyObject, Sendable {
   /// Records `child`; false if this task's children were already cancelled (the caller then
   /// cancels the child).
   func adopt(_ child: any TaskNode) -> Bool
-  /// Tells the task that a child has settled.
-  func childFinished(_ child: any TaskNode)
+  /// Tells the task that a child has settled. If that completes the task, returns its parent,
+  /// which the caller tells next (see `CoTask.leaveParent()`).
+  func childFinished(_ child: any TaskNode) -> (any TaskNode)?
+  /// Cancels the task's own coroutine and returns the children still to cancel (see
+  /// `cancelTree(from:)`).
+  func cancelOwnCoroutine() -> [any TaskNode]
   /// Publishes why the task's coroutine could not start (see `Coroutine.launchAttached()`).
   func failedToStart(_ error: CoroutineError)
   /// Takes `child` out of the list of children, if it is in it.
@@ -269,17 +320,19 @@ extension CoTask: TaskNode {
     children.remove(child)
   }
 
+  /// Unspecialised, like every `TaskNode` call (publishing looks up `T`'s metadata).
   @usableFromInline
-  func childFinished(_ child: any TaskNode) {
+  func childFinished(_ child: any TaskNode) -> (any TaskNode)? {
     let settleNow = futureLock.withLock { _ -> Bool in
       unlink(child)
       guard children.isEmpty, waitsForChildren else { return false }
       waitsForChildren = false
       return true
     }
-    guard settleNow else { return }
-    complete()
+    guard settleNow else { return nil }
+    publishStoredOutcome()
     accounting(of: coroutine.home)?.coroutineFinished()
+    return takeParent()
   }
 }
 

@@ -104,7 +104,7 @@ public enum CoUnhandledErrors {
     let status = pthread_key_create(&key) { raw in
       if let raw { Unmanaged<HandlerBox>.fromOpaque(raw).release() }
     }
-    precondition(status == 0, "CoUnhandledErrors: pthread_key_create failed (\(status))")
+    coPrecondition(status == 0, "CoUnhandledErrors: pthread_key_create failed (\(status))")
     return key
   }()
 }

@@ -36,7 +36,7 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
   /// Creates a channel that buffers up to `capacity` values: `0` for a rendezvous, `.max` for
   /// an unbounded channel. A negative capacity stops the program with a message naming it.
   public init(capacity: Int = 0) {
-    precondition(capacity >= 0, "CoChannel(capacity:): capacity \(capacity) is negative")
+    coPrecondition(capacity >= 0, "CoChannel(capacity:): capacity \(capacity) is negative")
     storage = ChannelStorage(capacity: capacity)
   }
 
@@ -118,7 +118,7 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
       do {
         return try storage.receive()
       } catch CoroutineError.notInCoroutine {
-        preconditionFailure(
+        coStop(
           "for value in CoChannel: iterating a channel suspends, so it must run inside a "
             + "coroutine; outside one, use tryReceive()")
       } catch {

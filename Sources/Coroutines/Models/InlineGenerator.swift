@@ -83,7 +83,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
       if let recordedFailure { throw recordedFailure }
       return nil
     case .running, .yielded:
-      preconditionFailure("CoGenerator.next(): the producer was left \(phase) between calls")
+      coStop("CoGenerator.next(): the producer was left \(phase) between calls")
     }
     return try waitForValue()
   }
@@ -107,7 +107,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
   func waitForCancellingThread() -> T? {
     while true {
       guard cancelRequested.load(ordering: .sequentiallyConsistent) else {
-        preconditionFailure(
+        coStop(
           "CoGenerator.next(): this inline generator is already being driven: by another "
             + "thread, or by its own body; an inline generator's calls must not overlap")
       }
@@ -146,7 +146,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
       case .running:
         try waitForSuspendedProducer()
       case .notStarted, .waitingInYield:
-        preconditionFailure("CoGenerator.next(): the producer is \(phase) while being driven")
+        coStop("CoGenerator.next(): the producer is \(phase) while being driven")
       }
     }
   }
@@ -193,14 +193,14 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
         driver.blockForJobs()
         driver.runJobs()
       case .notStarted:
-        preconditionFailure("CoGenerator.cancel(): the producer is \(phase) while unwinding")
+        coStop("CoGenerator.cancel(): the producer is \(phase) while unwinding")
       }
     }
   }
 
   @usableFromInline
   func start() {
-    guard let body else { preconditionFailure("CoGenerator: started twice") }
+    guard let body else { coStop("CoGenerator: started twice") }
     self.body = nil
     let coroutine = Coroutine(scheduler: driver, name: name, stackSize: stackSize) {
       [self] in

@@ -31,7 +31,7 @@ final class ScheduledGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   func next() throws -> T? {
     guard let coroutine = Coroutine.current else { return try nextBlocking() }
-    precondition(
+    coPrecondition(
       coroutine !== lock.withLock({ state.producerCoroutine }),
       "CoGenerator.next(): called from the generator's own body, which would wait for itself")
     if coroutine.isCancelled {
@@ -58,7 +58,7 @@ final class ScheduledGenerator<T>: GeneratorEngine, @unchecked Sendable {
   /// `next()` from plain code: blocks the thread until the producer yields.
   private func nextBlocking() throws -> T? {
     if let loop = scheduler as? CoroutineLoop, loop === CoroutineLoop.current {
-      preconditionFailure(
+      coStop(
         "CoGenerator.next(): called outside any coroutine on the thread that runs the "
           + "generator's loop; waiting here would stop the producer from ever running. Call it "
           + "from a coroutine, or give co_sequence(on:) another scheduler")

@@ -71,8 +71,8 @@ public final class CoSelect<R> {
   /// scheduler's clock (virtual time on a test loop). At most one per select, and not
   /// together with a default case.
   public func timeout(_ seconds: Double, _ handler: @escaping () throws -> R) {
-    precondition(timeoutCase == nil, "CoSelect.timeout(_:_:): a select has at most one timeout")
-    precondition(
+    coPrecondition(timeoutCase == nil, "CoSelect.timeout(_:_:): a select has at most one timeout")
+    coPrecondition(
       !seconds.isNaN, "CoSelect.timeout(_:_:): the timeout is NaN")
     timeoutCase = (seconds, handler)
   }
@@ -80,15 +80,15 @@ public final class CoSelect<R> {
   /// Runs `handler` at once if no case can complete right now: the select then never waits.
   /// At most one per select, and not together with a timeout.
   public func `default`(_ handler: @escaping () throws -> R) {
-    precondition(defaultHandler == nil, "CoSelect.default(_:): a select has at most one default")
+    coPrecondition(defaultHandler == nil, "CoSelect.default(_:): a select has at most one default")
     defaultHandler = handler
   }
 
   fileprivate func run() throws -> R {
-    precondition(
+    coPrecondition(
       !cases.isEmpty || timeoutCase != nil || defaultHandler != nil,
       "co_select: no cases were added, so it would wait forever")
-    precondition(
+    coPrecondition(
       defaultHandler == nil || timeoutCase == nil,
       "co_select: a default case runs at once, so a timeout beside it could never fire")
     let coroutine = Coroutine.current

@@ -19,7 +19,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // coroutine's record is most of what it costs on a shared stack.
 
   let name: String?
-  let stackSize: Int
+  /// The size of the coroutine's stack in bytes.
+  var stackSize: Int { Int(stackBytes) }
   /// Where the coroutine belongs; `CoroutineLoop.run` waits for the coroutines of its loop.
   let home: any CoroutineScheduler
   /// Where the coroutine resumes now: `home`, except while it hops for `co_await(on:)`.
@@ -52,6 +53,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   @usableFromInline @exclusivity(unchecked) var attachment: (any TaskNode)?
 
   private var fiber: OpaquePointer?
+  /// Where callbacks running on this coroutine leave the work they start (see ``Trampoline``),
+  /// while they run; touched only by code on this coroutine.
+  var trampoline: Trampoline?
   /// Links and counters of the live-coroutine registry (dumps, the stall watchdog).
   let registryEntry = CoroutineRegistryEntry()
   /// The body until it starts; then, once it has returned, what publishes its outcome.
@@ -79,9 +83,6 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     }
   }
 
-  /// How many times `scheduler` has changed: with the coroutine's address, a cheap key for
-  /// what was worked out from its scheduler (see InlineDriver).
-  private(set) var schedulerChanges: UInt32 = 0
   private let state: Atomic<CoroutineState>
   @usableFromInline let cancelled = Atomic<Bool>(false)
   /// True when the coroutine runs on one of its loop's shared stacks (see SharedStack.swift):
@@ -93,6 +94,14 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// coroutine; a sleep woken without it was cancelled.
   private var sleepRang = false
   private var exit = Exit.finish
+  // The 32-bit fields after the one-byte ones, which fill the bytes that `work` leaves in its
+  // last word.
+  /// How many times `scheduler` has changed: with the coroutine's address, a cheap key for
+  /// what was worked out from its scheduler (see InlineDriver).
+  private(set) var schedulerChanges: UInt32 = 0
+  /// `stackSize`, in 32 bits beside the other small fields: no stack exceeds
+  /// `CoroutineStack.maximumSize` (1 GiB), and the word it saves holds `trampoline`.
+  private let stackBytes: UInt32
 
   /// Creates a coroutine that runs `body` on `scheduler`; nothing runs until `start()`.
   /// `body` returns the closure that publishes its outcome, called once the coroutine is off
@@ -102,10 +111,10 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     scheduler: any CoroutineScheduler, name: String?, stackSize: Int, sharedStack: Bool = false,
     body: @escaping () -> (() -> Void)
   ) {
-    precondition(
+    coPrecondition(
       !sharedStack || scheduler is CoroutineLoop, "a shared-stack coroutine needs a CoroutineLoop")
     self.name = name
-    self.stackSize = stackSize
+    self.stackBytes = UInt32(stackSize)
     self.usesSharedStack = sharedStack
     self.away = nil
     self.loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
@@ -120,7 +129,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   deinit {
     CoroutineRegistry.coroutineDestroyed(self)
-    precondition(fiber == nil, "a coroutine was destroyed while its stack was in use")
+    coPrecondition(fiber == nil, "a coroutine was destroyed while its stack was in use")
   }
 
   /// The coroutine running on this thread, if any.
@@ -261,7 +270,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// created, or resumes it after `handBack()`. Returns what it did when control came back.
   /// Generators drive their producer this way.
   func runInline() throws(CoroutineError) -> Outcome {
-    precondition(!usesSharedStack, "a shared-stack coroutine cannot be run inline")
+    coPrecondition(!usesSharedStack, "a shared-stack coroutine cannot be run inline")
     if currentState == .created {
       let fiber = try takeFiber()
       self.fiber = fiber
@@ -383,7 +392,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   /// The body, on the coroutine's own stack.
   fileprivate func runBody() {
-    guard let body = takeWork().takeBody() else { preconditionFailure("a coroutine ran twice") }
+    guard let body = takeWork().takeBody() else { coStop("a coroutine ran twice") }
     work = .completion(body())
     exit = .finish
   }
@@ -549,7 +558,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       let now = state.load(ordering: .acquiring)
       // It parked (or was still running) between the two attempts: try again.
       if now == .suspended || now == .running { continue }
-      preconditionFailure("a \(now) coroutine cannot be woken")
+      coStop("a \(now) coroutine cannot be woken")
     }
   }
 
@@ -582,7 +591,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   private func illegal(_ event: CoroutineState.Event, from state: CoroutineState) -> Never {
-    preconditionFailure(
+    coStop(
       "coroutine \(name ?? "(unnamed)"): \(IllegalCoroutineTransition(state: state, event: event))")
   }
 }

@@ -76,7 +76,7 @@ public enum CoroutineDiagnostics {
   public static func startStallWatchdog(
     threshold: Double, report: @escaping @Sendable (CoroutineStall) -> Void = printStall
   ) {
-    precondition(
+    coPrecondition(
       threshold > 0 && threshold.isFinite,
       "CoroutineDiagnostics.startStallWatchdog(threshold:): \(threshold) is not a positive time")
     let next = StallWatchdog(threshold: threshold, report: report)

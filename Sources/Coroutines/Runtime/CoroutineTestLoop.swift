@@ -131,7 +131,7 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
   ///
   /// A negative or NaN `seconds` stops the program with a message naming it.
   public func advance(by seconds: Double) {
-    precondition(
+    coPrecondition(
       !seconds.isNaN && seconds >= 0,
       "CoroutineTestLoop.advance(by: \(seconds)): time only moves forward")
     let delta = virtualNanoseconds(seconds, in: "CoroutineTestLoop.advance(by:)")
@@ -154,7 +154,7 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
   /// Marks this thread as driving the loop while `body` runs, refusing the calls that would
   /// run the loop's jobs inside one of its own jobs or on two threads at once.
   private func drive(_ call: StaticString, _ body: () -> Void) {
-    precondition(
+    coPrecondition(
       Coroutine.current == nil,
       "CoroutineTestLoop.\(call) was called inside a coroutine; drive a test loop from plain "
         + "test code")
@@ -162,7 +162,7 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
       defer { state.driving = true }
       return state.driving
     }
-    precondition(
+    coPrecondition(
       !alreadyDriven,
       "CoroutineTestLoop.\(call) was called while the loop was already running jobs (from one "
         + "of its own jobs, or from two threads at once)")
@@ -280,7 +280,7 @@ extension CoroutineTestLoop {
 /// Seconds of virtual time as whole nanoseconds, rounded to the nearest so that, say, three
 /// advances of 0.1 s reach a deadline set 0.3 s ahead. Negative delays count as zero.
 private func virtualNanoseconds(_ seconds: Double, in call: StaticString) -> UInt64 {
-  precondition(!seconds.isNaN, "\(call): the delay is NaN")
+  coPrecondition(!seconds.isNaN, "\(call): the delay is NaN")
   if seconds <= 0 { return 0 }
   let value = (seconds * 1e9).rounded()
   return value >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(value)

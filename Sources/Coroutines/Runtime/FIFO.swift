@@ -69,7 +69,7 @@ struct FIFO<Element> {
   /// its place (a swap), so this is O(1) but does not keep the others' order.
   @inlinable
   mutating func swapRemove(at offset: Int) -> Element {
-    precondition(
+    coPrecondition(
       offset >= 0 && offset < count, "FIFO.swapRemove(at:): offset \(offset) is out of range")
     slots.swapAt(head, slot(offset))
     return popFirst()!

@@ -57,7 +57,7 @@ func monotonicNanoseconds() -> UInt64 {
 
 /// Converts a delay in seconds to whole nanoseconds, treating negative delays as zero.
 func nanoseconds(fromSeconds seconds: Double, in call: StaticString) -> UInt64 {
-  precondition(!seconds.isNaN, "\(call): the delay is NaN")
+  coPrecondition(!seconds.isNaN, "\(call): the delay is NaN")
   if seconds <= 0 { return 0 }
   let value = seconds * 1e9
   return value >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(value)

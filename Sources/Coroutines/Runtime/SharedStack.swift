@@ -43,7 +43,7 @@ func sharedStackChosen(_ requested: CoroutineStack.Mode?, on scheduler: any Coro
 {
   guard (requested ?? CoroutineStack.defaultMode) == .shared else { return false }
   if scheduler is CoroutineLoop { return true }
-  precondition(
+  coPrecondition(
     requested == nil,
     "co_launch(stack: .shared): shared stacks need a CoroutineLoop scheduler, not \(type(of: scheduler))"
   )

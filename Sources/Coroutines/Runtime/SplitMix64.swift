@@ -23,7 +23,7 @@ struct SplitMix64: RandomNumberGenerator, Sendable {
   /// A number in `0..<count`: the high word of a 64×64-bit product spreads the draw over the
   /// range without a division (its bias, at most count/2⁶⁴, is far below anything a test sees).
   mutating func index(below count: Int) -> Int {
-    precondition(count > 0, "SplitMix64.index(below:): count \(count) is not positive")
+    coPrecondition(count > 0, "SplitMix64.index(below:): count \(count) is not positive")
     return Int(next().multipliedFullWidth(by: UInt64(count)).high)
   }
 }

@@ -52,7 +52,7 @@ public enum CoroutineStack {
   public static var poolCapacity: Int {
     get { poolCapacityStorage.load(ordering: .relaxed) }
     set {
-      precondition(newValue >= 0, "CoroutineStack.poolCapacity: \(newValue) is negative")
+      coPrecondition(newValue >= 0, "CoroutineStack.poolCapacity: \(newValue) is negative")
       poolCapacityStorage.store(newValue, ordering: .relaxed)
       StackPool.shared.trim(toPerSize: newValue)
     }
@@ -63,10 +63,10 @@ public enum CoroutineStack {
 
   @usableFromInline  // called from the inlinable co_launch
   static func validate(_ size: Int, in call: String) {
-    precondition(
+    coPrecondition(
       size >= minimumSize,
       "\(call): stack size \(size) is below the minimum of \(minimumSize) bytes")
-    precondition(
+    coPrecondition(
       size <= maximumSize,
       "\(call): stack size \(size) is above the maximum of \(maximumSize) bytes")
   }
@@ -575,7 +575,7 @@ final class StackCache: @unchecked Sendable {  // `word` is atomic; `size` see b
       guard let raw else { return }
       StackPool.shared.forget(Unmanaged<StackCache>.fromOpaque(raw))
     }
-    precondition(status == 0, "StackPool: pthread_key_create failed (\(status))")
+    coPrecondition(status == 0, "StackPool: pthread_key_create failed (\(status))")
     return key
   }
 }

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+
+/// A programming error stops a release-built program with the same message as a debug build:
+/// the call and the value, not just "Illegal instruction". Runs `.build/release/stop-messages`
+/// (built by `make test`) once per misuse.
+@Suite(.enabled(if: stopMessagesRelease != nil, missingStopMessagesRelease))
+struct StopMessageTests {
+  /// A role of the stop-messages program and what its message must say.
+  struct Misuse: Sendable, CustomTestStringConvertible {
+    let role: String
+    let message: String
+    var testDescription: String { role }
+  }
+
+  static let misuses = [
+    Misuse(
+      role: "channelCapacityNegative", message: "CoChannel(capacity:): capacity -1 is negative"),
+    Misuse(
+      role: "stackSizeBelowMinimum",
+      message: "co_launch(stackSize:): stack size 1000 is below the minimum of 65536 bytes"),
+    Misuse(role: "delayIsNaN", message: "co_delay(_:): the delay is NaN"),
+    Misuse(role: "futureTimeoutIsNaN", message: "CoFuture.timeout(_:on:): the timeout is NaN"),
+    Misuse(role: "futureDelayIsNaN", message: "CoFuture.delay(_:on:): the delay is NaN"),
+    Misuse(role: "awaitTimeoutIsNaN", message: "co_await(_:timeout:): the timeout is NaN"),
+    Misuse(role: "scopeTimeoutIsNaN", message: "CoScope(timeout:on:): the timeout is NaN"),
+    Misuse(
+      role: "retryNoAttempts", message: "CoFuture.retry(_:delay:): attempts is 0, must be >= 1"),
+    Misuse(role: "retryDelayIsNaN", message: "CoFuture.retry(_:delay:): the delay is NaN"),
+    Misuse(
+      role: "selectWithoutCases",
+      message: "co_select: no cases were added, so it would wait forever"
+    ),
+    Misuse(
+      role: "sharedStackOnAQueue",
+      message: "co_launch(stack: .shared): shared stacks need a CoroutineLoop scheduler"),
+    Misuse(
+      role: "generatorReentered",
+      message: "CoGenerator.next(): this inline generator is already being driven"),
+    Misuse(
+      role: "channelIteratedOutsideACoroutine",
+      message: "for value in CoChannel: iterating a channel suspends"),
+    Misuse(role: "allLimitZero", message: "CoFuture.all(_:limit:): limit is 0, must be >= 1"),
+    Misuse(
+      role: "advanceBackwards",
+      message: "CoroutineTestLoop.advance(by: -1.0): time only moves forward"),
+  ]
+
+  @Test(arguments: misuses)
+  func aReleaseBuildStopsWithTheMessage(_ misuse: Misuse) throws {
+    let binary = try #require(stopMessagesRelease)
+    let process = Process()
+    process.executableURL = binary
+    process.arguments = [misuse.role]
+    let errors = Pipe()
+    process.standardError = errors
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationReason == .uncaughtSignal, "\(output)")
+    #expect(output.contains(misuse.message), "\(output)")
+  }
+}
+
+/// The release build of the stop-messages program, if it was built.
+private let stopMessagesRelease: URL? = {
+  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+  let binary = root.appendingPathComponent(".build/release/stop-messages")
+  return FileManager.default.isExecutableFile(atPath: binary.path) ? binary : nil
+}()
+
+private let missingStopMessagesRelease: Comment =
+  "no release build of stop-messages: run `make test`, or `swift build -c release --product stop-messages`"

@@ -1,0 +1,48 @@
+import Coroutines
+import Dispatch
+import Glibc
+
+// Commits one programming error, named by the first argument, so that a test can check the
+// message it stops with. `make test` builds this in release, where Swift's own `precondition`
+// prints nothing: the test proves that the library's checks still name the call and the value.
+// Each role and its expected message are listed in Tests/CoroutinesTests/StopMessageTests.swift.
+
+/// The misuses, by role. Each stops the process; returning means the check is missing.
+let misuses: [String: () throws -> Void] = [
+  "channelCapacityNegative": { _ = CoChannel<Int>(capacity: -1) },
+  "stackSizeBelowMinimum": { co_launch(stackSize: 1000) {} },
+  "delayIsNaN": { try CoroutineLoop.run { try co_delay(.nan) } },
+  "futureTimeoutIsNaN": { _ = CoPromise<Int>().timeout(.nan) },
+  "futureDelayIsNaN": { _ = CoPromise<Int>().delay(.nan) },
+  "awaitTimeoutIsNaN": {
+    try CoroutineLoop.run { _ = try co_await(CoPromise<Int>(), timeout: .nan) }
+  },
+  "scopeTimeoutIsNaN": { _ = CoScope(timeout: .nan) },
+  "retryNoAttempts": { _ = CoFuture<Int>.retry(0) { CoPromise<Int>() } },
+  "retryDelayIsNaN": { _ = CoFuture<Int>.retry(3, delay: .nan) { CoPromise<Int>() } },
+  "selectWithoutCases": {
+    try CoroutineLoop.run { _ = try co_select { (_: CoSelect<Int>) in } }
+  },
+  "sharedStackOnAQueue": {
+    co_launch(on: DispatchQueue(label: "stop-messages"), stack: .shared) {}
+  },
+  "generatorReentered": {
+    var generator: CoGenerator<Int>!
+    generator = co_sequence { yield in try yield(generator.next() ?? 0) }
+    _ = generator.next()
+  },
+  "channelIteratedOutsideACoroutine": {
+    for _ in CoChannel<Int>(capacity: 1) {}
+  },
+  "allLimitZero": { _ = CoFuture<Int>.all([1], limit: 0) { _ in CoPromise<Int>() } },
+  "advanceBackwards": { CoroutineTestLoop().advance(by: -1) },
+]
+
+let arguments = CommandLine.arguments.dropFirst()
+guard let role = arguments.first, let misuse = misuses[role] else {
+  print("usage: stop-messages <role>; roles: \(misuses.keys.sorted().joined(separator: ", "))")
+  exit(2)
+}
+try misuse()
+print("stop-messages: \(role) returned without stopping")
+exit(1)
