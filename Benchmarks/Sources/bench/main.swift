@@ -13,6 +13,12 @@ func progress(_ what: String) {
   FileHandle.standardError.write("… \(what)\n".data(using: .utf8)!)
 }
 
+// `bench echo`: the loopback echo section alone.
+if CommandLine.arguments.dropFirst().first == "echo" {
+  try Echo.runSection()
+  exit(0)
+}
+
 let backends = CoroutineBackend.allCases.filter(\.isAvailable)
 /// Child processes per timed figure, of which the fastest is kept: the same binary's
 /// `co_delay(0)` moved by a third from one process to the next, as this shared host's speed
@@ -234,4 +240,6 @@ print(
       + "TaskGroup child %.1f ns, AsyncStream ping-pong %.1f ns.",
     bareSwapcontext, bareRegisterSwitch.map { String(format: "%.1f ns", $0) } ?? "n/a",
     taskYield, continuation, taskGroupChild, asyncStream))
+try Echo.runSection()
+print("")
 print(String(format: "Total time %.1f s.", Double(baseline_now_ns() - started) / 1e9))
