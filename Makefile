@@ -15,12 +15,18 @@ build:
 # still prints each programming error's message (it skips, saying why, when that build is
 # missing).
 IO_SUITES := IOTests
+# Swift Testing only (there are no XCTest tests), and quiet: a summary per run, failures in full.
+# `make test TEST_FLAGS=` lists every test.
+TEST_FLAGS ?= --disable-xctest --quiet
 test:
 	$(SWIFT) build --build-tests
 	$(SWIFT) build -c release --product stop-messages
 	for backend in ucontext fast; do \
-	  COROUTINES_BACKEND=$$backend $(SWIFT) test --skip-build --skip $(IO_SUITES) || exit 1; \
-	  COROUTINES_BACKEND=$$backend $(SWIFT) test --skip-build --filter $(IO_SUITES) || exit 1; \
+	  echo "== $$backend backend"; \
+	  COROUTINES_BACKEND=$$backend $(SWIFT) test --skip-build $(TEST_FLAGS) --skip $(IO_SUITES) \
+	    || exit 1; \
+	  COROUTINES_BACKEND=$$backend $(SWIFT) test --skip-build $(TEST_FLAGS) --filter $(IO_SUITES) \
+	    || exit 1; \
 	done
 
 examples:

@@ -13,8 +13,7 @@ extension IOTests {
       let reply = try runOnLoopLeavingNoDescriptor { () -> [UInt8] in
         let listener = try CoTCPListener(host: "127.0.0.1", port: 0)
         co_launch(detached: true) {
-          while true {
-            let connection = try listener.accept()
+          while let connection = try? listener.accept() {  // nil once the listener is closed
             co_launch(detached: true) {
               defer { connection.close() }
               while true {
@@ -25,7 +24,7 @@ extension IOTests {
             }
           }
         }
-        defer { listener.close() }  // ends the accept loop (not in the sample: it serves forever)
+        defer { listener.close() }  // ends the accept loop
 
         let stream = try CoTCPStream.connect(host: "localhost", port: listener.port, timeout: 5)
         defer { stream.close() }
