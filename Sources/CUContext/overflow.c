@@ -60,8 +60,8 @@ static void report_overflow(const cu_fiber *fiber, const void *address) {
   append(&m, "-byte stack (fault at ");
   append_number(&m, (uintptr_t)address, 16);
   append(&m, " in the guard region below it).\n");
-  append(&m, "  Give this coroutine a larger stack with co_launch(name:stackSize:), for example "
-             "stackSize: ");
+  append(&m, "  Give this coroutine a larger stack with the stackSize: of co_launch (or of "
+             "CoroutineLoop.run, for its body), for example stackSize: ");
   append_number(&m, (fiber->requested_size ? fiber->requested_size : fiber->stack_size) * 4, 10);
   append(&m, ", or raise CoroutineStack.defaultSize for every coroutine launched without one.\n"
              "  Pages are committed only when touched, so a larger stack costs address space, "

@@ -10,6 +10,11 @@ import Testing
     #expect(try CoroutineLoop.run { 42 } == 42)
   }
 
+  @Test func runGivesItsBodyTheStackSizeAskedFor() throws {
+    let size = try CoroutineLoop.run(stackSize: 1 << 20) { Coroutine.current!.stackSize }
+    #expect(size == 1 << 20)
+  }
+
   @Test func runRethrowsTheBodysError() {
     struct Boom: Error, Equatable {}
     #expect(throws: Boom()) { try CoroutineLoop.run { () throws -> Int in throw Boom() } }

@@ -82,7 +82,7 @@ import Testing
       output.contains("its \(CoroutineStack.minimumSize)-byte stack"),
       sourceLocation: sourceLocation)
     #expect(
-      output.contains("co_launch(name:stackSize:)")
+      output.contains("the stackSize: of co_launch (or of CoroutineLoop.run, for its body)")
         && output.contains("CoroutineStack.defaultSize"),
       sourceLocation: sourceLocation)
   }

@@ -432,9 +432,14 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   ///
   /// On the main thread this drives ``main``; on any other thread a fresh loop, so several
   /// threads (parallel tests, say) may each be inside `run` at once.
-  public static func run<T>(_ body: @escaping () throws -> T) throws -> T {
+  ///
+  /// - Parameters:
+  ///   - stackSize: Bytes of stack for `body`'s coroutine, as for
+  ///     ``co_launch(on:name:stackSize:_:)``; ``CoroutineStack/defaultSize`` when nil.
+  ///   - body: The program's top-level coroutine.
+  public static func run<T>(stackSize: Int? = nil, _ body: @escaping () throws -> T) throws -> T {
     let loop = Thread.isMainThread && !main.isRunning ? main : CoroutineLoop()
-    let task = co_launch(on: loop, name: "CoroutineLoop.run", body)
+    let task = co_launch(on: loop, name: "CoroutineLoop.run", stackSize: stackSize, body)
     loop.run()
     guard let result = task.result else {
       coStop("CoroutineLoop.run: the loop went idle before its body finished")
