@@ -33,17 +33,18 @@ examples:
 	$(SWIFT) run examples
 
 # DocC with the toolchain's docc: the library's symbol graphs come from a build of its own
-# (a scratch path apart, so the usual builds keep their flags), so it works on a fresh clone.
+# (a scratch path apart, so the usual builds keep their flags, which writes the graphs again
+# whenever the sources change), so it works on a fresh clone.
 # Warnings (a broken link, an undocumented parameter) fail it. View the result with
 # `python3 -m http.server -d .build/docs 8000` and http://localhost:8000/documentation/coroutines/
 DOCC ?= docc
 docs:
-	rm -rf .build/docs-symbols && mkdir -p .build/docs-symbols
+	mkdir -p .build/docs-build/symbols
 	$(SWIFT) build --scratch-path .build/docs-build --target Coroutines \
 	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir \
-	  -Xswiftc $(CURDIR)/.build/docs-symbols \
+	  -Xswiftc $(CURDIR)/.build/docs-build/symbols \
 	  -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
-	$(DOCC) convert Docs/Coroutines.docc --additional-symbol-graph-dir .build/docs-symbols \
+	$(DOCC) convert Docs/Coroutines.docc --additional-symbol-graph-dir .build/docs-build/symbols \
 	  --fallback-display-name Coroutines --fallback-bundle-identifier org.swift-coroutines.Coroutines \
 	  --output-path .build/docs --transform-for-static-hosting --warnings-as-errors
 

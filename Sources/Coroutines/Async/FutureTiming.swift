@@ -4,7 +4,7 @@
 /// coroutine that calls the operator, else on the loop the calling thread is running, else on
 /// a global Dispatch queue. So inside a coroutine on a virtual-time test loop, timeouts and
 /// delays wait for the test to advance the clock, never for the wall clock. A timer pending on a
-/// loop keeps ``CoroutineLoop/run(_:)`` running, so every timer here is cancelled as soon as it
+/// loop keeps ``CoroutineLoop/run(stackSize:_:)`` running, so every timer here is cancelled as soon as it
 /// is no longer needed.
 extension CoFuture {
   /// A future with this future's outcome, or rejected with ``CoroutineError/timedOut`` if

@@ -15,7 +15,7 @@ import Synchronization
 ///   awaited. Either way the parent's task settles with its body's outcome: a child's error
 ///   does not fail the parent unless the body awaited that child and let the error through.
 /// - While it waits, the parent counts as a live coroutine of its loop, so
-///   ``CoroutineLoop/run(_:)`` does not return before the children are done.
+///   ``CoroutineLoop/run(stackSize:_:)`` does not return before the children are done.
 ///
 /// The task settles once the coroutine has finished and left its stack, and its children have
 /// settled: with the body's value, or with the error it threw.

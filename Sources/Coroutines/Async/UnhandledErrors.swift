@@ -57,7 +57,7 @@ public enum CoUnhandledErrors {
   /// Runs `body` with `handler` installed on this thread: coroutines launched by `body` on this
   /// thread, and every coroutine they launch in turn, report to `handler`.
   ///
-  /// Call it outside coroutines (around ``CoroutineLoop/run(_:)``, say). Inside a coroutine,
+  /// Call it outside coroutines (around ``CoroutineLoop/run(stackSize:_:)``, say). Inside a coroutine,
   /// what it launches inherits that coroutine's handler and ignores this one, since other
   /// coroutines run on the same thread whenever this one suspends.
   @discardableResult

@@ -5,7 +5,7 @@ import Synchronization
 /// A single-threaded scheduler: jobs run one at a time, in the order they were scheduled, with
 /// timers in deadline order, on whichever thread is inside ``run()``.
 ///
-/// Command-line programs and tests start with ``run(_:)``:
+/// Command-line programs and tests start with ``run(stackSize:_:)``:
 ///
 /// ```swift
 /// let answer = try CoroutineLoop.run {
@@ -23,7 +23,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   // `nextSequence` and `poller`'s waiters are touched only by the thread inside `run()`; the
   // other counters are atomics.
 
-  /// The process's main loop. ``run(_:)`` drives it when called on the main thread; jobs
+  /// The process's main loop. ``run(stackSize:_:)`` drives it when called on the main thread; jobs
   /// scheduled on it before that wait for it.
   public static let main = CoroutineLoop()
 
