@@ -161,12 +161,10 @@ private struct DocHTTP {
     let parser = ReadmeParser()
     let database = ReadmeDatabase()
     let url = "feed.json"
-    try CoroutineLoop.run { () -> Void in
-      co_launch {
-        let data = try co_await(client.fetch(url))
-        let feed = try co_await(parser.parse(data))
-        show(try co_await(database.save(feed)))
-      }
+    try CoroutineLoop.run {  // runs the loop on this thread until the coroutine is done
+      let data = try co_await(client.fetch(url))
+      let feed = try co_await(parser.parse(data))
+      show(try co_await(database.save(feed)))
     }
     #expect(shown.withLock { $0 } == ["saved parsed feed.json"])
     // The callback half only has to compile: it hops to the main queue, which tests do not run.
