@@ -34,6 +34,17 @@ import Testing
     #expect(ran.value == ["live", "image"])
   }
 
+  @Test func versionPrintsTheBuildAndTheBackend() {
+    #expect(ExamplesCommand.parse(["--version"], known: names) == .version)
+    let output = Locked<[String]>([])
+    let status = ExamplesCommand.main(
+      ["--version"], output: { text in output.withLock { $0.append(text) } })
+    #expect(status == 0)
+    #expect(output.value.count == 1)
+    #expect(output.value.first?.hasPrefix("swift-coroutines examples") == true)
+    #expect(output.value.first?.contains("backend") == true)
+  }
+
   @Test func helpWinsOverNames() {
     #expect(ExamplesCommand.parse(["feed", "--help"], known: names) == .help)
     #expect(ExamplesCommand.parse(["-h"], known: names) == .help)

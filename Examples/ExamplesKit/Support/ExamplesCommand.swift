@@ -1,3 +1,4 @@
+import Coroutines
 import Foundation
 
 /// The `examples` command line, parsed by hand: the root package has no dependencies.
@@ -7,12 +8,15 @@ import Foundation
 /// swift run examples feed       one (or several: feed image)
 /// swift run examples feed --live  its variant over real loopback sockets
 /// swift run examples --help     the list
+/// swift run examples --version  the release, build configuration and backend
 /// ```
 public enum ExamplesCommand {
   /// What the arguments ask for.
   public enum Action: Equatable {
     /// Print the list and exit 0.
     case help
+    /// Print the version line and exit 0.
+    case version
     /// Run these walkthroughs, in this order; their live variants with `live`.
     case run([String], live: Bool = false)
     /// Print why and the list, and exit non-zero.
@@ -23,6 +27,7 @@ public enum ExamplesCommand {
   public static func parse(_ arguments: [String], known: [String]) -> Action {
     if arguments.isEmpty { return .run(known) }
     if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) { return .help }
+    if arguments.contains("--version") { return .version }
     let live = arguments.contains("--live")
     let names = arguments.filter { $0 != "--live" }
     if let bad = names.first(where: { !known.contains($0) }) { return .unknown(bad) }
@@ -55,6 +60,9 @@ public enum ExamplesCommand {
     errors: @escaping @Sendable (String) -> Void = { printError($0) }
   ) -> Int32 {
     switch parse(arguments, known: walkthroughs.map(\.name)) {
+    case .version:
+      output(versionLine)
+      return 0
     case .help:
       output(usage(walkthroughs))
       return 0
@@ -78,6 +86,20 @@ public enum ExamplesCommand {
       if !failed.isEmpty { errors("examples: failed: \(failed.joined(separator: ", "))") }
       return failed.isEmpty ? 0 : 1
     }
+  }
+}
+
+extension ExamplesCommand {
+  /// What `--version` prints: the library's release (none is tagged yet), the build
+  /// configuration and the context-switch backend in use, the three things that decide what
+  /// the walkthroughs measure.
+  public static var versionLine: String {
+    #if DEBUG
+      let build = "debug build"
+    #else
+      let build = "release build"
+    #endif
+    return "swift-coroutines examples, unreleased (\(build), \(CoroutineBackend.current) backend)"
   }
 }
 
