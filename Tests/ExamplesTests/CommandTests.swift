@@ -45,6 +45,15 @@ import Testing
     #expect(output.value.first?.contains("backend") == true)
   }
 
+  @Test func aStubbedWalkthroughSaysWhatItStubs() {
+    let output = Locked<[String]>([])
+    let stubbed = Walkthrough(name: "feed", summary: "", stubs: "the network") { _ in }
+    let status = ExamplesCommand.main(
+      ["feed"], walkthroughs: [stubbed], output: { text in output.withLock { $0.append(text) } })
+    #expect(status == 0)
+    #expect(output.value.contains("(stubbed here: the network, so every run behaves the same)"))
+  }
+
   @Test func helpWinsOverNames() {
     #expect(ExamplesCommand.parse(["feed", "--help"], known: names) == .help)
     #expect(ExamplesCommand.parse(["-h"], known: names) == .help)

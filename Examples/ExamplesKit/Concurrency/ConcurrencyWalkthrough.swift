@@ -57,7 +57,8 @@ public enum ConcurrencyWalkthrough {
   /// The entry for `swift run examples concurrency`.
   public static let walkthrough = Walkthrough(
     name: "concurrency",
-    summary: "N tasks x 10 I/O waits of 1 ms: coroutines on one thread vs one thread each"
+    summary: "N tasks x 10 I/O waits of 1 ms: coroutines on one thread vs one thread each",
+    stubs: "the device the tasks wait on"
   ) { narrator in
     let configuration = Configuration()
     let rows = try run(configuration, narrator: narrator)

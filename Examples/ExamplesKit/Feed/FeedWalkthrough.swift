@@ -45,6 +45,7 @@ public enum FeedWalkthrough {
   public static let walkthrough = Walkthrough(
     name: "feed",
     summary: "the feed screen: 20 fetches, parse, save, progress; callbacks vs a coroutine",
+    stubs: "the network and the database",
     live: liveRun
   ) { narrator in
     let report = try run(Configuration(), narrator: narrator)

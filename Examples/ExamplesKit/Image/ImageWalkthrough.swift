@@ -40,7 +40,8 @@ public enum ImageWalkthrough {
   /// The entry for `swift run examples image`.
   public static let walkthrough = Walkthrough(
     name: "image",
-    summary: "download, decode and thumbnail in the background, show on the main loop"
+    summary: "download, decode and thumbnail in the background, show on the main loop",
+    stubs: "the network"
   ) { narrator in
     let report = try run(Configuration(), narrator: narrator)
     guard report.backgroundWorkRanOffTheLoop, report.shownOnTheLoop else {

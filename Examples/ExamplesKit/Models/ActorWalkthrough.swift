@@ -35,7 +35,8 @@ public enum ActorWalkthrough {
   /// The entry for `swift run examples actor`.
   public static let walkthrough = Walkthrough(
     name: "actor",
-    summary: "a cache actor serving many coroutines, one message at a time; replies awaited"
+    summary: "a cache actor serving many coroutines, one message at a time; replies awaited",
+    stubs: "the network"
   ) { narrator in
     let configuration = Configuration()
     let report = try run(configuration, narrator: narrator)

@@ -44,7 +44,8 @@ public enum GeneratorWalkthrough {
   /// The entry for `swift run examples generator`.
   public static let walkthrough = Walkthrough(
     name: "generator",
-    summary: "a lazy message queue: a background producer, the consumer shows 10 unread"
+    summary: "a lazy message queue: a background producer, the consumer shows 10 unread",
+    stubs: "the network"
   ) { narrator in
     let report = try run(Configuration(), narrator: narrator)
     guard report.shown.count == 10, report.producerUnwound else {

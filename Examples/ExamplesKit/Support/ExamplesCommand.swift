@@ -76,6 +76,11 @@ public enum ExamplesCommand {
         let variant = live ? walkthrough.live : nil
         output(
           "\n=== \(walkthrough.name)\(variant == nil ? "" : " --live"): \(walkthrough.summary) ===")
+        if variant == nil, let stubs = walkthrough.stubs {
+          output(
+            "(stubbed here: \(stubs), so every run behaves the same"
+              + (walkthrough.live == nil ? ")" : "; add --live for real sockets)"))
+        }
         do {
           try (variant ?? walkthrough.run)(Narrator(sink: output))
         } catch {

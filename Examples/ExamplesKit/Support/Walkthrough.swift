@@ -9,14 +9,20 @@ public struct Walkthrough: Sendable {
   public let run: @Sendable (Narrator) throws -> Void
   /// The variant `--live` runs, over real loopback sockets instead of stubs, if there is one.
   public let live: (@Sendable (Narrator) throws -> Void)?
+  /// What the walkthrough stubs ("the network", …), said before it runs; nil when it stubs
+  /// nothing.
+  public let stubs: String?
 
-  /// A walkthrough called `name`, with a `--live` variant if `live` is given.
+  /// A walkthrough called `name` that stubs `stubs`, with a `--live` variant if `live` is
+  /// given.
   public init(
-    name: String, summary: String, live: (@Sendable (Narrator) throws -> Void)? = nil,
+    name: String, summary: String, stubs: String? = nil,
+    live: (@Sendable (Narrator) throws -> Void)? = nil,
     run: @escaping @Sendable (Narrator) throws -> Void
   ) {
     self.name = name
     self.summary = summary
+    self.stubs = stubs
     self.live = live
     self.run = run
   }
