@@ -125,6 +125,7 @@ func launchCoroutine<T>(
     }
     return publish!
   }
+  if !detached { coroutine.locals = CoLocalBinding.inherited() }  // like a child task's locals
   let task = CoTask<T>(coroutine: consume coroutine, detached: detached, body: body)
   task.start()
   return task

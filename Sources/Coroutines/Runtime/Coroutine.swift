@@ -50,6 +50,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // usableFromInline: set by the inlinable launch. Unchecked: only the task's launch and finish
   // and the coroutine's own code touch it, one after another, and no access calls out.
   @usableFromInline @exclusivity(unchecked) var attachment: (any TaskNode)?
+  /// The coroutine-local bindings (see `CoLocal`), set at launch from the launcher's and changed
+  /// only by the coroutine's own code; the runtime never looks inside.
+  @usableFromInline @exclusivity(unchecked) var locals: AnyObject?
 
   private var fiber: OpaquePointer?
   /// Links and counters of the live-coroutine registry (dumps, the stall watchdog).

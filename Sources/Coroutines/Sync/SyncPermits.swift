@@ -1,0 +1,155 @@
+import Synchronization
+
+/// A counting semaphore with weighted, first-come-first-served waiters: the core of
+/// ``CoSemaphore``, ``CoMutex`` (one permit) and ``CoRWLock`` (a reader takes one permit of
+/// `Int.max`, a writer all of them).
+///
+/// While nobody waits, `state` is the number of free permits, and taking or returning permits
+/// is one compare-and-swap with no lock and no allocation. Once a coroutine must wait, `state`
+/// becomes ``contended`` and the count moves into `parkedPermits`, under the queue's lock, until
+/// the queue is empty again: from then on every caller goes through the lock, so a newcomer
+/// cannot overtake a waiter, and a writer queued behind readers is not starved by later ones.
+/// Returned permits go straight to the waiters at the front (a hand-over), never back into the
+/// pool for a newcomer to snatch.
+final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest is under the lock
+  /// `state` while waiters may be queued.
+  static let contended = Int.min
+
+  private let state: Atomic<Int>
+  private let queue = SyncWaitQueue()
+  /// The free permits while `state` is ``contended``.
+  private var parkedPermits = 0
+
+  init(_ permits: Int) {
+    state = Atomic(permits)
+  }
+
+  /// Takes `weight` permits if they are free and nobody waits for them.
+  @inline(__always)
+  func tryAcquire(_ weight: Int) -> Bool {
+    var current = state.load(ordering: .relaxed)
+    while current >= weight {
+      let (exchanged, now) = state.compareExchange(
+        expected: current, desired: current &- weight, ordering: .acquiring)
+      if exchanged { return true }
+      current = now
+    }
+    return false
+  }
+
+  /// Takes `weight` permits, parking `coroutine` (the running one) behind earlier waiters while
+  /// they are not free.
+  ///
+  /// - Throws: ``CoroutineError/timedOut`` past `timeout`; `CancellationError` if the coroutine
+  ///   is cancelled before or while it waits. Either way no permit is taken.
+  @inline(__always)
+  func acquire(_ weight: Int, by coroutine: Coroutine, timeout: Double?) throws {
+    if tryAcquire(weight) { return }
+    try acquireWaiting(weight, by: coroutine, timeout: timeout)
+  }
+
+  /// ``acquire(_:by:timeout:)`` after ``tryAcquire(_:)`` failed: queues unless the permits
+  /// were freed meanwhile.
+  @inline(never)
+  func acquireWaiting(_ weight: Int, by coroutine: Coroutine, timeout: Double?) throws {
+    try acquireWaiting(weight, by: coroutine, timeout: timeout, cancellable: true).get()
+  }
+
+  /// Takes `weight` permits, waiting through any cancellation (a condition relocking its mutex).
+  func acquireIgnoringCancellation(_ weight: Int, by coroutine: Coroutine) {
+    if tryAcquire(weight) { return }
+    _ = acquireWaiting(weight, by: coroutine, timeout: nil, cancellable: false)
+  }
+
+  @inline(never)
+  private func acquireWaiting(
+    _ weight: Int, by coroutine: Coroutine, timeout: Double?, cancellable: Bool
+  ) -> SyncWaitOutcome {
+    if cancellable, coroutine.isCancelled { return .cancelled }
+    let waiter = SyncWaiter(coroutine: coroutine, weight: weight)
+    return queue.park(
+      waiter, timeout: timeout, cancellable: cancellable,
+      grantNow: { takeOrQueueUnderLock(weight) },
+      afterLeaving: { grantWaitersUnderLock(into: &$0) })
+  }
+
+  /// Under the lock: takes `weight` free permits if nobody waits, or else leaves `state`
+  /// ``contended`` for the caller to queue.
+  private func takeOrQueueUnderLock(_ weight: Int) -> Bool {
+    var current = state.load(ordering: .relaxed)
+    while current != Self.contended {
+      let desired = current >= weight ? current &- weight : Self.contended
+      let (exchanged, now) = state.compareExchange(
+        expected: current, desired: desired, ordering: .acquiring)
+      if exchanged {
+        if desired != Self.contended { return true }
+        parkedPermits = current
+        return false
+      }
+      current = now
+    }
+    return false
+  }
+
+  /// Returns `weight` permits, handing them to the waiters at the front first. `call` names the
+  /// public call for the message if the count would pass `Int.max`.
+  @inline(__always)
+  func release(_ weight: Int, in call: StaticString) {
+    var current = state.load(ordering: .relaxed)
+    while current != Self.contended {
+      coPrecondition(
+        current <= Int.max - weight,
+        "\(call): \(current) permits plus \(weight) would pass Int.max (\(Int.max))")
+      let (exchanged, now) = state.compareExchange(
+        expected: current, desired: current &+ weight, ordering: .releasing)
+      if exchanged { return }
+      current = now
+    }
+    releaseToWaiters(weight, in: call)
+  }
+
+  @inline(never)
+  private func releaseToWaiters(_ weight: Int, in call: StaticString) {
+    var wakeList = SyncWakeList()
+    queue.lock.lock()
+    if state.load(ordering: .relaxed) != Self.contended {
+      // The queue emptied meanwhile: return the permits the plain way.
+      queue.lock.unlock()
+      return release(weight, in: call)
+    }
+    let parked = parkedPermits
+    guard parked <= Int.max - weight else {
+      queue.lock.unlock()
+      coStop("\(call): \(parked) permits plus \(weight) would pass Int.max (\(Int.max))")
+    }
+    parkedPermits = parked + weight
+    grantWaitersUnderLock(into: &wakeList)
+    queue.lock.unlock()
+    wakeList.wakeAll()
+  }
+
+  /// Under the lock, with `state` ``contended``: serves the waiters at the front while the
+  /// permits cover them, skipping those that are leaving; publishes the count again once nobody
+  /// waits.
+  private func grantWaitersUnderLock(into wakeList: inout SyncWakeList) {
+    guard state.load(ordering: .relaxed) == Self.contended else { return }
+    while let waiter = queue.first, waiter.weight <= parkedPermits {
+      queue.removeFirst()
+      if waiter.claimGrant() {
+        parkedPermits -= waiter.weight
+        wakeList.append(waiter)
+      }
+    }
+    if queue.isEmpty { state.store(parkedPermits, ordering: .releasing) }
+  }
+
+  /// The free permits now (a snapshot, for tests and diagnostics).
+  var available: Int {
+    let current = state.load(ordering: .acquiring)
+    if current != Self.contended { return current }
+    return queue.lock.withLock {
+      let now = state.load(ordering: .relaxed)
+      return now == Self.contended ? parkedPermits : now
+    }
+  }
+}
