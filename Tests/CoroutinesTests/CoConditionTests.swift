@@ -104,6 +104,37 @@ import Testing
     #expect(mutex.tryLock())
   }
 
+  @Test func aSignalledWaiterCancelledWhileItWaitsForTheMutexStillGetsIt() {
+    let loop = CoroutineTestLoop()
+    let mutex = CoMutex()
+    let condition = CoCondition()
+    let log = Guarded<[String]>([])
+    let waiter = co_launch(on: loop) {
+      try mutex.withLock {
+        try condition.wait(mutex)  // signalled: returns normally, holding the mutex
+        log.value.append("relocked")
+      }
+      try co_delay(0)  // the cancellation arrives here
+      log.value.append("not reached")
+    }
+    let signaller = co_launch(on: loop) {
+      try mutex.withLock {
+        condition.signal()  // the waiter now waits for the mutex
+        try co_delay(1)
+        log.value.append("signaller done")
+      }
+    }
+    loop.runUntilIdle()
+    waiter.cancel()  // ends its wait for the mutex, which it must wait for again
+    loop.runUntilIdle()
+    #expect(log.value.isEmpty)
+    loop.advance(by: 1)
+    #expect(signaller.result != nil)
+    #expect(log.value == ["signaller done", "relocked"])
+    #expect(throws: CancellationError.self) { try waiter.result?.get() }
+    #expect(mutex.tryLock())
+  }
+
   @Test func waitingWithoutHoldingTheMutexThrows() throws {
     try CoroutineLoop.run { () -> Void in
       #expect(throws: CoroutineError.mutexNotHeld) { try CoCondition().wait(CoMutex()) }

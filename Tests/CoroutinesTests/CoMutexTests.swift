@@ -197,6 +197,32 @@ import Testing
     }
   }
 
+  @Test func coroutinesOnSharedStacksWaitTimeOutAndHandOverLikeTheRest() throws {
+    let order = Guarded<[Int]>([])
+    try CoroutineLoop.run {
+      let mutex = CoMutex()
+      try mutex.lock()
+      let waiters = (0..<6).map { index in
+        co_launch(stack: .shared) { () -> Bool in
+          do {
+            try mutex.lock(timeout: index == 2 ? 0 : nil)
+          } catch CoroutineError.timedOut {
+            return false
+          }
+          order.value.append(index)
+          try co_delay(0)  // parked on its shared stack while holding the mutex
+          mutex.unlock()
+          return true
+        }
+      }
+      try co_delay(0.01)  // all queued; the one with no time to wait has given up
+      mutex.unlock()
+      let got = try waiters.map { try co_await($0) }
+      #expect(got == [true, true, false, true, true, true])
+    }
+    #expect(order.value == [0, 1, 3, 4, 5])
+  }
+
   @Test func lockingOutsideACoroutineThrowsNotInCoroutine() {
     let mutex = CoMutex()
     #expect(throws: CoroutineError.notInCoroutine) { try mutex.lock() }

@@ -47,11 +47,10 @@ public final class CoCondition: Sendable {
     let coroutine = try Coroutine.requireCurrent()
     guard mutex.isHeld(by: coroutine) else { throw CoroutineError.mutexNotHeld }
     if coroutine.isCancelled { throw CancellationError() }
-    let waiter = SyncWaiter(coroutine: coroutine, weight: 0)
     // Queued before the mutex is unlocked: a signal sent by whoever locks it next finds it.
     let outcome = queue.park(
-      waiter, timeout: timeout, grantNow: { false },
-      enqueued: { mutex.unlock(heldBy: coroutine) })
+      coroutine, weight: 0, timeout: timeout, grantNow: { false },
+      enqueued: { mutex.unlockForConditionWait() })
     mutex.lockIgnoringCancellation(by: coroutine)
     try outcome.get()
   }
@@ -59,7 +58,7 @@ public final class CoCondition: Sendable {
   /// Wakes the longest waiter, if any. From any thread, with or without the mutex.
   public func signal() {
     var wakeList = SyncWakeList()
-    queue.lock.withLock { _ = queue.grantFirst(into: &wakeList) }
+    queue.lock.withLock { queue.grantFirst(into: &wakeList) }
     wakeList.wakeAll()
   }
 

@@ -24,7 +24,7 @@ import Glibc
 ///   there inherit it.
 /// - Reading allocates nothing; a binding costs one small allocation.
 public final class CoLocal<T: Sendable>: Sendable {
-  private let defaultValue: T
+  @usableFromInline let defaultValue: T
 
   /// Creates a coroutine-local whose ``value`` is `default` wherever it is not bound.
   public init(default defaultValue: T) {
@@ -33,13 +33,10 @@ public final class CoLocal<T: Sendable>: Sendable {
 
   /// The value of the innermost ``withValue(_:_:)`` of the running coroutine (or, outside any
   /// coroutine, of the calling thread), else the default.
+  @inlinable
   public var value: T {
-    var node = CoLocalBinding.current
-    while let binding = node {
-      if binding.key === self { return unsafeDowncast(binding, to: CoLocalValue<T>.self).value }
-      node = binding.next
-    }
-    return defaultValue
+    guard let binding = CoLocalBinding.innermost(of: self) else { return defaultValue }
+    return binding._withUnsafeGuaranteedRef { unsafeDowncast($0, to: CoLocalValue<T>.self).value }
   }
 
   /// Runs `body` with `value` bound: ``value`` returns it inside `body`, in this coroutine and in
@@ -89,6 +86,41 @@ class CoLocalBinding: @unchecked Sendable {  // immutable once made; values are 
     }
   }
 
+  /// The innermost binding of `key` in the running coroutine (or, outside any, the calling
+  /// thread), unretained: the coroutine's record holds the list, and nothing can change it
+  /// before the caller, running on that coroutine, has read the value.
+  @usableFromInline
+  static func innermost(of key: AnyObject) -> Unmanaged<CoLocalBinding>? {
+    guard let pointer = cu_tls_current_coroutine() else { return innermostOnThread(of: key) }
+    return Unmanaged<Coroutine>.fromOpaque(pointer)._withUnsafeGuaranteedRef { coroutine in
+      guard let locals = coroutine.locals else { return nil }
+      return find(
+        key, from: Unmanaged.passUnretained(unsafeDowncast(locals, to: CoLocalBinding.self)))
+    }
+  }
+
+  @inline(__always)
+  private static func find(
+    _ key: AnyObject, from first: Unmanaged<CoLocalBinding>
+  ) -> Unmanaged<CoLocalBinding>? {
+    var node = first
+    while true {
+      let next: Unmanaged<CoLocalBinding>?? = node._withUnsafeGuaranteedRef { binding in
+        if binding.key === key { return .none }
+        return .some(binding.next.map { Unmanaged.passUnretained($0) })
+      }
+      guard let next else { return node }
+      guard let next else { return nil }
+      node = next
+    }
+  }
+
+  @inline(never)
+  private static func innermostOnThread(of key: AnyObject) -> Unmanaged<CoLocalBinding>? {
+    guard let pointer = pthread_getspecific(threadKey) else { return nil }
+    return find(key, from: Unmanaged<CoLocalBinding>.fromOpaque(pointer))
+  }
+
   /// What a coroutine launched now inherits: the launcher's bindings.
   @usableFromInline
   static func inherited() -> AnyObject? { current }
@@ -118,8 +150,9 @@ class CoLocalBinding: @unchecked Sendable {  // immutable once made; values are 
 }
 
 /// A binding of a `CoLocal<T>` to a value.
+@usableFromInline
 final class CoLocalValue<T: Sendable>: CoLocalBinding, @unchecked Sendable {  // immutable
-  let value: T
+  @usableFromInline let value: T
 
   init(key: AnyObject, value: T, next: CoLocalBinding?) {
     self.value = value

@@ -29,10 +29,10 @@ import Synchronization
 /// Unlike `Synchronization.Mutex` and `NSLock`, it may be held across a suspension (a
 /// `co_await`, a channel send), and waiting for it never blocks the thread.
 public final class CoMutex: Sendable {
-  private let permits = SyncPermits(1)
+  @usableFromInline let permits = SyncPermits(1)
   /// Who holds the mutex (see `holderToken`), 0 when nobody does: written by the holder only,
   /// so that `unlock()` can refuse a caller that does not hold it.
-  private let holder = Atomic<UInt>(0)
+  @usableFromInline let holder = Atomic<UInt>(0)
 
   /// Creates an unlocked mutex.
   public init() {}
@@ -44,11 +44,13 @@ public final class CoMutex: Sendable {
   /// - Throws: ``CoroutineError/timedOut`` past `timeout`, `CancellationError` if the coroutine
   ///   is cancelled while it waits (in both cases the mutex is not locked);
   ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
-  @inline(__always)
+  @inlinable
   public func lock(timeout: Double? = nil) throws {
     let running = try Coroutine.requireCurrentUnretained()
     if !permits.tryAcquire(1) {
-      try permits.acquireWaiting(1, by: running.takeUnretainedValue(), timeout: timeout)
+      try running._withUnsafeGuaranteedRef {
+        try permits.acquireWaiting(1, by: $0, timeout: timeout)
+      }
     }
     holder.store(UInt(bitPattern: running.toOpaque()), ordering: .relaxed)
   }
@@ -67,7 +69,7 @@ public final class CoMutex: Sendable {
   ///
   /// Called by a coroutine (or thread) that does not hold the mutex, it stops the program with
   /// a message: unlocking another's lock is a bug that would let two coroutines in.
-  @inline(__always)
+  @inlinable
   public func unlock() {
     let token = Self.holderToken()
     if holder.load(ordering: .relaxed) != token { refuseUnlock() }
@@ -79,7 +81,7 @@ public final class CoMutex: Sendable {
   /// cancelled coroutine's `CancellationError` included).
   ///
   /// - Throws: What ``lock(timeout:)`` throws, and what `body` throws.
-  @inline(__always)
+  @inlinable
   public func withLock<R>(_ body: () throws -> R) throws -> R {
     try lock()
     defer { unlock() }
@@ -88,11 +90,12 @@ public final class CoMutex: Sendable {
 
   /// True if `coroutine` holds the mutex.
   func isHeld(by coroutine: Coroutine) -> Bool {
-    holder.load(ordering: .relaxed) == UInt(bitPattern: Unmanaged.passUnretained(coroutine).toOpaque())
+    holder.load(ordering: .relaxed)
+      == UInt(bitPattern: Unmanaged.passUnretained(coroutine).toOpaque())
   }
 
-  /// Unlocks on behalf of `coroutine`, which holds the mutex (a condition's wait).
-  func unlock(heldBy coroutine: Coroutine) {
+  /// Unlocks for a condition's wait, whose coroutine was checked to hold the mutex.
+  func unlockForConditionWait() {
     holder.store(0, ordering: .relaxed)
     permits.release(1, in: "CoMutex.unlock()")
   }
@@ -108,16 +111,17 @@ public final class CoMutex: Sendable {
   ///
   /// `cu_tls_current_coroutine()` is a call into C, so it is asked anew after every switch (a
   /// thread-local's address kept across a suspension would be the old thread's).
-  @inline(__always)
-  private static func holderToken() -> UInt {
+  @inlinable
+  static func holderToken() -> UInt {
     if let pointer = cu_tls_current_coroutine() { return UInt(bitPattern: pointer) }
     return UInt(cu_tls_thread_token())
   }
 
-  @inline(never)
-  private func refuseUnlock() -> Never {
+  @usableFromInline @inline(never)
+  func refuseUnlock() -> Never {
     let held = holder.load(ordering: .relaxed)
-    let caller = Coroutine.current.map { "coroutine \($0.name.map { "'\($0)'" } ?? "(unnamed)")" }
+    let caller =
+      Coroutine.current.map { "coroutine \($0.name.map { "'\($0)'" } ?? "(unnamed)")" }
       ?? "a thread outside any coroutine"
     coStop(
       held == 0

@@ -48,6 +48,8 @@ public final class CoRWLock: Sendable {
   private func acquire(_ weight: Int, timeout: Double?) throws {
     let running = try Coroutine.requireCurrentUnretained()
     if permits.tryAcquire(weight) { return }
-    try permits.acquireWaiting(weight, by: running.takeUnretainedValue(), timeout: timeout)
+    try running._withUnsafeGuaranteedRef {
+      try permits.acquireWaiting(weight, by: $0, timeout: timeout)
+    }
   }
 }

@@ -41,7 +41,9 @@ public final class CoSemaphore: Sendable {
   public func wait(timeout: Double? = nil) throws {
     let running = try Coroutine.requireCurrentUnretained()
     if permits.tryAcquire(1) { return }
-    try permits.acquireWaiting(1, by: running.takeUnretainedValue(), timeout: timeout)
+    try running._withUnsafeGuaranteedRef {
+      try permits.acquireWaiting(1, by: $0, timeout: timeout)
+    }
   }
 
   /// Takes a permit if one is free and nobody waits for it, without suspending; from any

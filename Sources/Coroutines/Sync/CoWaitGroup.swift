@@ -52,7 +52,9 @@ public final class CoWaitGroup: Sendable {
       if delta == -1 {
         coStop("\(call): called with the count at \(now): more done() calls than add(_:) counted")
       }
-      coStop("\(call): adding \(delta) to the count \(now) would make it \(overflow ? "pass Int.max" : "negative")")
+      coStop(
+        "\(call): adding \(delta) to the count \(now) would make it \(overflow ? "pass Int.max" : "negative")"
+      )
     }
     state.count = sum
     if sum == 0 { queue.grantAll(into: &wakeList) }
@@ -69,8 +71,7 @@ public final class CoWaitGroup: Sendable {
   public func wait(timeout: Double? = nil) throws {
     let coroutine = try Coroutine.requireCurrent()
     if coroutine.isCancelled { throw CancellationError() }
-    let waiter = SyncWaiter(coroutine: coroutine, weight: 0)
-    try queue.park(waiter, timeout: timeout, grantNow: { state.count == 0 }).get()
+    try queue.park(coroutine, weight: 0, timeout: timeout, grantNow: { state.count == 0 }).get()
   }
 
   /// The count right now: a snapshot, already stale when it returns.
