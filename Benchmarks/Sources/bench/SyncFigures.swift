@@ -20,6 +20,7 @@ enum SyncFigures {
       switch only {
       case "handover": return [try coMutexHandOver()]
       case "local": return [try coLocalRead()]
+      case "channel": return [try CoroutineFigures.channelPingPong(handOvers, acrossThreads: false)]
       default: return [try coMutexUncontended()]
       }
     }

@@ -7,10 +7,15 @@ import Synchronization
 /// While nobody waits, `state` is the number of free permits, and taking or returning permits
 /// is one compare-and-swap with no lock and no allocation. Once a coroutine must wait, `state`
 /// becomes ``contended`` and the count moves into `parkedPermits`, under the queue's lock, until
-/// the queue is empty again: from then on every caller goes through the lock, so a newcomer
-/// cannot overtake a waiter, and a writer queued behind readers is not starved by later ones.
-/// Returned permits go straight to the waiters at the front (a hand-over), never back into the
-/// pool for a newcomer to snatch.
+/// the queue is empty and a permit is free again: from then on every caller goes through the
+/// lock, so a newcomer cannot overtake a waiter, and a writer queued behind readers is not
+/// starved by later ones. Returned permits go straight to the waiters at the front (a
+/// hand-over), never back into the pool for a newcomer to snatch.
+///
+/// With the queue empty but no permit free (the last waiter was just served), `state` stays
+/// ``contended``: in a steady hand-over between coroutines the next waiter then queues without
+/// a compare-and-swap of its own, and the first release that finds nobody waiting publishes the
+/// count again. So while `state` is ``contended``, either a waiter is queued or no permit is free.
 ///
 /// `@usableFromInline`, with the uncontended paths `@inlinable`, so that `CoMutex.lock()` and
 /// `unlock()` run in the caller's frame: a waiting path entered through one frame fewer is one
@@ -75,7 +80,8 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
   }
 
   /// Under the lock: takes `weight` free permits if nobody waits, or else leaves `state`
-  /// ``contended`` for the caller to queue.
+  /// ``contended`` for the caller to queue. Already ``contended``, no permit can be taken: a
+  /// waiter is queued first, or none is free.
   private func takeOrQueueUnderLock(_ weight: Int) -> Bool {
     var current = state.load(ordering: .relaxed)
     while current != Self.contended {
@@ -140,7 +146,7 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
         wakeList.append(claimed)
       }
     }
-    if queue.isEmpty { state.store(parkedPermits, ordering: .releasing) }
+    if queue.isEmpty, parkedPermits > 0 { state.store(parkedPermits, ordering: .releasing) }
   }
 
   /// The free permits now (a snapshot, for tests and diagnostics).
