@@ -159,7 +159,9 @@ import Testing
         if !byTimeout { cancellers.async { waiter.cancel() } }
         occupancy.leave()
         mutex.unlock()  // races with the timeout or the cancellation
-        if case .failure(CoroutineError.cancelledBeforeStart) = Result(catching: { try co_await(waiter) }) {
+        if case .failure(CoroutineError.cancelledBeforeStart) = Result(catching: {
+          try co_await(waiter)
+        }) {
           neverStarted += 1
         }
         try mutex.lock(timeout: 10)  // a lost hand-over would leave it locked: a timeout here

@@ -21,7 +21,9 @@ import Testing
               try lock.withWriteLock {
                 writers.enter()
                 defer { writers.leave() }
-                if readers.current != 0 || writers.current != 1 { overlap.add(1, ordering: .relaxed) }
+                if readers.current != 0 || writers.current != 1 {
+                  overlap.add(1, ordering: .relaxed)
+                }
                 let seen = value.value
                 try co_delay(0)
                 value.value = seen + 1

@@ -6,7 +6,9 @@ import Testing
 /// Every sample of Docs/Coroutines.docc/Articles/Synchronization.md and of the doc comments of
 /// Sources/Coroutines/Sync, verbatim between the markers, with the checks its comments promise.
 @Suite struct SynchronizationArticleTests {
-  static let sources = ["CoMutex", "CoSemaphore", "CoRWLock", "CoCondition", "CoWaitGroup", "CoLocal"]
+  static let sources = [
+    "CoMutex", "CoSemaphore", "CoRWLock", "CoCondition", "CoWaitGroup", "CoLocal",
+  ]
 
   @Test func everyArticleSampleIsTested() throws {
     try ModelsDocSampleTests.expectTested(

@@ -44,7 +44,7 @@ public final class CoMutex: Sendable {
   /// - Throws: ``CoroutineError/timedOut`` past `timeout`, `CancellationError` if the coroutine
   ///   is cancelled while it waits (in both cases the mutex is not locked);
   ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
-  @inlinable
+  @inlinable @inline(__always)
   public func lock(timeout: Double? = nil) throws {
     let running = try Coroutine.requireCurrentUnretained()
     if !permits.tryAcquire(1) {
@@ -69,7 +69,7 @@ public final class CoMutex: Sendable {
   ///
   /// Called by a coroutine (or thread) that does not hold the mutex, it stops the program with
   /// a message: unlocking another's lock is a bug that would let two coroutines in.
-  @inlinable
+  @inlinable @inline(__always)
   public func unlock() {
     let token = Self.holderToken()
     if holder.load(ordering: .relaxed) != token { refuseUnlock() }

@@ -26,7 +26,7 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
   @inlinable static var contended: Int { Int.min }
 
   @usableFromInline let state: Atomic<Int>
-  private let queue = SyncWaitQueue()
+  @usableFromInline let queue = SyncWaitQueue()
   /// The free permits while `state` is ``contended``.
   @exclusivity(unchecked) private var parkedPermits = 0  // under the lock; calls nothing
 
@@ -36,7 +36,7 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
   }
 
   /// Takes `weight` permits if they are free and nobody waits for them.
-  @inlinable
+  @inlinable @inline(__always)
   func tryAcquire(_ weight: Int) -> Bool {
     var current = state.load(ordering: .relaxed)
     while current >= weight {
@@ -56,25 +56,22 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
   /// Takes `weight` permits after ``tryAcquire(_:)`` failed: queues unless the permits
   /// were freed meanwhile. `coroutine` is the running one; callers pass it from inside
   /// `_withUnsafeGuaranteedRef`, so that neither a retain nor a closure's frame is added.
-  @usableFromInline @inline(never)
+  @inlinable @inline(__always)
   func acquireWaiting(_ weight: Int, by coroutine: Coroutine, timeout: Double?) throws {
-    try acquireWaiting(weight, by: coroutine, timeout: timeout, cancellable: true).get()
+    if coroutine.isCancelled { throw CancellationError() }
+    try queue.park(
+      coroutine, weight: weight, timeout: timeout,
+      grantNow: { takeOrQueueUnderLock(weight) },
+      afterLeaving: { grantWaitersUnderLock(into: &$0) }
+    ).get()
   }
 
   /// Takes `weight` permits, waiting through any cancellation (a condition relocking its mutex).
   @inline(never)
   func acquireIgnoringCancellation(_ weight: Int, by coroutine: Coroutine) {
     if tryAcquire(weight) { return }
-    _ = acquireWaiting(weight, by: coroutine, timeout: nil, cancellable: false)
-  }
-
-  @inline(__always)
-  private func acquireWaiting(
-    _ weight: Int, by coroutine: Coroutine, timeout: Double?, cancellable: Bool
-  ) -> SyncWaitOutcome {
-    if cancellable, coroutine.isCancelled { return .cancelled }
-    return queue.park(
-      coroutine, weight: weight, timeout: timeout, cancellable: cancellable,
+    _ = queue.park(
+      coroutine, weight: weight, timeout: nil, cancellable: false,
       grantNow: { takeOrQueueUnderLock(weight) },
       afterLeaving: { grantWaitersUnderLock(into: &$0) })
   }
@@ -82,7 +79,8 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
   /// Under the lock: takes `weight` free permits if nobody waits, or else leaves `state`
   /// ``contended`` for the caller to queue. Already ``contended``, no permit can be taken: a
   /// waiter is queued first, or none is free.
-  private func takeOrQueueUnderLock(_ weight: Int) -> Bool {
+  @usableFromInline
+  func takeOrQueueUnderLock(_ weight: Int) -> Bool {
     var current = state.load(ordering: .relaxed)
     while current != Self.contended {
       let desired = current >= weight ? current &- weight : Self.contended
@@ -100,7 +98,7 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
 
   /// Returns `weight` permits, handing them to the waiters at the front first. `call` names the
   /// public call for the message if the count would pass `Int.max`.
-  @inlinable
+  @inlinable @inline(__always)
   func release(_ weight: Int, in call: StaticString) {
     var current = state.load(ordering: .relaxed)
     while current != Self.contended {
@@ -138,7 +136,8 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
   /// Under the lock, with `state` ``contended``: serves the waiters at the front while the
   /// permits cover them, skipping those that are leaving; publishes the count again once nobody
   /// waits.
-  private func grantWaitersUnderLock(into wakeList: inout SyncWakeList) {
+  @usableFromInline
+  func grantWaitersUnderLock(into wakeList: inout SyncWakeList) {
     guard state.load(ordering: .relaxed) == Self.contended else { return }
     while let weight = queue.firstWeight, weight <= parkedPermits {
       if let claimed = queue.grantFirstWaiter()! {

@@ -10,28 +10,33 @@
 /// handed to a waiter that is leaving at that moment fails its claim and goes to the next
 /// waiter instead: never lost, never given twice. A waiter that no grant reached takes itself
 /// out of the queue, under the lock, before its storage goes.
+@usableFromInline
 struct SyncWaiter: QueuedWaiter {
   /// Unowned: a coroutine cannot finish while it has a waiter queued (see `ReceiveWaiter`).
-  let coroutine: Unmanaged<Coroutine>
+  @usableFromInline let coroutine: Unmanaged<Coroutine>
   /// What the waiter asks for: a permit count (semaphores, locks) or 0 (conditions, groups).
-  let weight: Int
+  @usableFromInline let weight: Int
   /// The generation of the coroutine's armed wait that a grant may end.
-  var generation: UInt64 = 0
+  @usableFromInline var generation: UInt64 = 0
   /// Set by the claim that granted the wait, before the coroutine is woken.
-  var granted = false
-  var links = WaiterLinks<Self>()
+  @usableFromInline var granted = false
+  /// The timer of a wait with a timeout.
+  @usableFromInline var timer: SyncTimeout?
+  @usableFromInline var links = WaiterLinks<Self>()
 
+  @inlinable
   init(coroutine: borrowing Coroutine, weight: Int) {
     self.coroutine = .passUnretained(coroutine)
     self.weight = weight
   }
 }
 
-typealias SyncWaiterPointer = UnsafeMutablePointer<SyncWaiter>
+@usableFromInline typealias SyncWaiterPointer = UnsafeMutablePointer<SyncWaiter>
 
 /// Granted waits to wake once the queue's lock is dropped: a waker may take its scheduler's
 /// lock, and a woken coroutine may run at once on another thread. One grant (the usual case)
 /// allocates nothing.
+@usableFromInline
 struct SyncWakeList {
   private var first: ClaimedWait?
   /// Optional rather than empty: releasing even an empty array was a call per hand-over.
