@@ -19,7 +19,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // coroutine's record is most of what it costs on a shared stack.
 
   let name: String?
-  let stackSize: Int
+  /// Bytes of stack.
+  var stackSize: Int { Int(stackBytes) }
   /// Where the coroutine belongs; `CoroutineLoop.run` waits for the coroutines of its loop.
   let home: any CoroutineScheduler
   /// Where the coroutine resumes now: `home`, except while it hops for `co_await(on:)`.
@@ -38,8 +39,6 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// `scheduler` when it is a loop, unretained (`scheduler` keeps it alive): enqueueing a
   /// resumption then costs no retain.
   private var loop: Unmanaged<CoroutineLoop>?
-  /// `home` as the loop that counts its coroutines, cast once; unretained (see AccountingLoop).
-  private let accounting: AccountingLoop?
   /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
   private let waitWord = Atomic<UInt64>(0)
 
@@ -82,20 +81,26 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     }
   }
 
-  /// How many times `scheduler` has changed: with the coroutine's address, a cheap key for
-  /// what was worked out from its scheduler (see InlineDriver).
-  private(set) var schedulerChanges: UInt32 = 0
+  // The bytes first, filling the word after `work`'s tag; `accounting` (9 bytes) last.
   private let state: Atomic<CoroutineState>
   @usableFromInline let cancelled = Atomic<Bool>(false)
   /// True when the coroutine runs on one of its loop's shared stacks (see SharedStack.swift):
   /// nothing may then point into its frames while it is parked.
   @usableFromInline let usesSharedStack: Bool
+  /// How many times `scheduler` has changed: with the coroutine's address, a cheap key for
+  /// what was worked out from its scheduler (see InlineDriver).
+  private(set) var schedulerChanges: UInt32 = 0
+  /// `stackSize`, in 32 bits among the small fields (stacks are at most 1 GiB): the record then
+  /// still fits the loop's prefetch (`prefetchBytes`) with `locals`.
+  private let stackBytes: UInt32
   /// True while the coroutine runs on another scheduler than its own (`co_await(on:)`).
   private(set) var isAway = false
   /// Set by the loop when a `co_delay` sleep reaches its deadline, before it wakes the
   /// coroutine; a sleep woken without it was cancelled.
   private var sleepRang = false
   private var exit = Exit.finish
+  /// `home` as the loop that counts its coroutines, cast once; unretained (see AccountingLoop).
+  private let accounting: AccountingLoop?
 
   /// Creates a coroutine that runs `body` on `scheduler`; nothing runs until `start()`.
   /// `body` returns the closure that publishes its outcome, called once the coroutine is off
@@ -108,7 +113,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     precondition(
       !sharedStack || scheduler is CoroutineLoop, "a shared-stack coroutine needs a CoroutineLoop")
     self.name = name
-    self.stackSize = stackSize
+    self.stackBytes = UInt32(clamping: stackSize)  // validated by every launch: ≤ 1 GiB
     self.usesSharedStack = sharedStack
     self.away = nil
     self.loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
