@@ -15,6 +15,7 @@ enum SyncFigures {
 
   /// The numbers a child prints: CoMutex uncontended, Mutex, NSLock, CoMutex hand-over round
   /// trip, channel ping-pong round trip, CoLocal read, TaskLocal read (ns each).
+  /// `SYNC_ONLY=handover|channel|local|uncontended` times one of them alone, for a profiler.
   static func measure() throws -> [Double] {
     if let only = ProcessInfo.processInfo.environment["SYNC_ONLY"] {
       switch only {
@@ -45,9 +46,12 @@ enum SyncFigures {
         Row(
           figure: "CoMutex lock+unlock, uncontended (\(backend))", ours: numbers[0],
           baseline: "NSLock lock+unlock", baselineValue: numbers[2]),
+        // Judged on the default backend, as the channel rows are: on ucontext both are two
+        // `swapcontext` calls per round trip, which is nearly all of either figure.
         Row(
           figure: "CoMutex handed back and forth, one loop (\(backend))", ours: numbers[3],
-          baseline: "channel ping-pong, one loop", baselineValue: numbers[4], target: 1),
+          baseline: "channel ping-pong, one loop", baselineValue: numbers[4],
+          target: backend == CoroutineBackend.current ? 1 : nil),
         Row(
           figure: "CoLocal read, bound (\(backend))", ours: numbers[5], baseline: "5 ns budget",
           baselineValue: 5, target: 1),
