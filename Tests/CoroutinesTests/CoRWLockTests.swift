@@ -91,4 +91,10 @@ import Testing
     loop.advance(by: 10)
     #expect(reader.result != nil)
   }
+
+  @Test func lockingOutsideACoroutineThrowsNotInCoroutine() {
+    let lock = CoRWLock()
+    #expect(throws: CoroutineError.notInCoroutine) { try lock.withReadLock {} }
+    #expect(throws: CoroutineError.notInCoroutine) { try lock.withWriteLock {} }
+  }
 }

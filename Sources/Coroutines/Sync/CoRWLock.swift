@@ -23,8 +23,10 @@ public final class CoRWLock: Sendable {
 
   /// Runs `body` holding the lock for reading, shared with other readers.
   ///
-  /// - Parameter timeout: Seconds to wait for the lock at most; nil waits for as long as it
-  ///   takes.
+  /// - Parameters:
+  ///   - timeout: Seconds to wait for the lock at most; nil waits for as long as it takes.
+  ///   - body: The reading code; it may suspend, and other readers may run meanwhile.
+  /// - Returns: What `body` returns.
   /// - Throws: ``CoroutineError/timedOut`` past `timeout`, `CancellationError` if the coroutine
   ///   is cancelled while it waits, ``CoroutineError/notInCoroutine`` outside a coroutine; and
   ///   what `body` throws.
@@ -36,8 +38,10 @@ public final class CoRWLock: Sendable {
 
   /// Runs `body` holding the lock for writing, alone.
   ///
-  /// - Parameter timeout: Seconds to wait for the lock at most; nil waits for as long as it
-  ///   takes.
+  /// - Parameters:
+  ///   - timeout: Seconds to wait for the lock at most; nil waits for as long as it takes.
+  ///   - body: The writing code; it may suspend, and no reader or writer runs meanwhile.
+  /// - Returns: What `body` returns.
   /// - Throws: As ``withReadLock(timeout:_:)``.
   public func withWriteLock<R>(timeout: Double? = nil, _ body: () throws -> R) throws -> R {
     try acquire(Int.max, timeout: timeout)
