@@ -79,9 +79,10 @@ import Testing
     #expect(values == [0, 1, 2, 1, 0])
   }
 
-  @Test func childrenInheritBindingsAndDetachedCoroutinesDoNot() throws {
+  @Test func coroutinesLaunchedInsideABindingInheritItChildOrNot() throws {
     let values = try CoroutineLoop.run { () -> [String] in
-      try Self.request.withValue("parent") {
+      let scope = CoScope()
+      return try Self.request.withValue("parent") {
         let child = co_launch(on: DispatchQueue.global()) { () -> [String] in
           let grandchild = co_launch { Self.request.value }
           let rebound = try Self.request.withValue("child") {
@@ -90,10 +91,16 @@ import Testing
           return [Self.request.value, try co_await(grandchild), rebound]
         }
         let detached = co_launch(detached: true) { Self.request.value }
-        return try co_await(child) + [try co_await(detached)]
+        let member = scope.launch { Self.request.value }
+        let afterwards = co_launch { () -> String in
+          try co_delay(0.01)  // runs after the launcher left withValue: still its copy
+          return Self.request.value
+        }
+        return try co_await(child)
+          + [try co_await(detached), try co_await(member), try co_await(afterwards)]
       }
     }
-    #expect(values == ["parent", "parent", "child", "none"])
+    #expect(values == ["parent", "parent", "child", "parent", "parent", "parent"])
   }
 
   @Test func outsideCoroutinesABindingBelongsToTheThreadAndIsInherited() throws {

@@ -125,7 +125,7 @@ func launchCoroutine<T>(
     }
     return publish!
   }
-  if !detached { coroutine.locals = CoLocalBinding.inherited() }  // like a child task's locals
+  coroutine.locals = CoLocalBinding.inherited()  // the launcher's coroutine-locals (CoLocal)
   let task = CoTask<T>(coroutine: consume coroutine, detached: detached, body: body)
   task.start()
   return task

@@ -40,8 +40,8 @@ public final class CoCondition: Sendable {
   ///   - timeout: Seconds to wait for a signal at most, on the coroutine's scheduler's clock;
   ///     nil waits for as long as it takes.
   /// - Throws: ``CoroutineError/timedOut`` past `timeout`; `CancellationError` if the coroutine
-  ///   is cancelled (the mutex stays locked and is not released meanwhile if it was already
-  ///   cancelled); ``CoroutineError/mutexNotHeld`` if the coroutine does not hold `mutex`;
+  ///   is cancelled (at once, without unlocking the mutex, if it already was);
+  ///   ``CoroutineError/mutexNotHeld`` if the coroutine does not hold `mutex`;
   ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
   public func wait(_ mutex: CoMutex, timeout: Double? = nil) throws {
     let coroutine = try Coroutine.requireCurrent()

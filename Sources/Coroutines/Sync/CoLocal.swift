@@ -19,7 +19,8 @@ import Glibc
 /// - A binding belongs to the coroutine, not to the thread: it survives suspensions and moves
 ///   between threads, and other coroutines running on the same thread meanwhile do not see it.
 /// - A coroutine launched inside ``withValue(_:_:)`` starts with the bindings of its launcher, as
-///   a child task inherits task-locals; one launched with `detached: true` does not.
+///   a task inherits task-locals; so does one launched detached or in a ``CoScope``, which
+///   leave the launcher's cancellation and lifetime, not its context.
 /// - Outside any coroutine the binding belongs to the calling thread, and coroutines launched
 ///   there inherit it.
 /// - Reading allocates nothing; a binding costs one small allocation.

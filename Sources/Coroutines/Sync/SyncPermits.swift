@@ -17,9 +17,9 @@ import Synchronization
 /// a compare-and-swap of its own, and the first release that finds nobody waiting publishes the
 /// count again. So while `state` is ``contended``, either a waiter is queued or no permit is free.
 ///
-/// `@usableFromInline`, with the uncontended paths `@inlinable`, so that `CoMutex.lock()` and
-/// `unlock()` run in the caller's frame: a waiting path entered through one frame fewer is one
-/// mispredicted return fewer after each switch.
+/// `@usableFromInline`, with the paths to the switch `@inlinable`, so that `CoMutex.lock()` and
+/// `unlock()` run in the caller's frame and a waiting coroutine switches out from it (see
+/// `SyncWaitQueue.park`).
 @usableFromInline
 final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest is under the lock
   /// `state` while waiters may be queued.
@@ -48,14 +48,12 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
     return false
   }
 
-  // Taking permits that are not free: `acquireWaiting(_:by:timeout:)` parks the running
-  // coroutine behind earlier waiters and throws `CoroutineError.timedOut` past `timeout`, or
-  // `CancellationError` if the coroutine is cancelled before or while it waits; either way no
-  // permit is taken.
-
-  /// Takes `weight` permits after ``tryAcquire(_:)`` failed: queues unless the permits
-  /// were freed meanwhile. `coroutine` is the running one; callers pass it from inside
-  /// `_withUnsafeGuaranteedRef`, so that neither a retain nor a closure's frame is added.
+  /// Takes `weight` permits after ``tryAcquire(_:)`` failed: parks the running coroutine behind
+  /// earlier waiters, unless the permits were freed meanwhile. `coroutine` is the running one;
+  /// callers pass it from inside `_withUnsafeGuaranteedRef`, so that no retain is added.
+  ///
+  /// - Throws: ``CoroutineError/timedOut`` past `timeout`; `CancellationError` if the coroutine
+  ///   is cancelled before or while it waits. Either way no permit is taken.
   @inlinable @inline(__always)
   func acquireWaiting(_ weight: Int, by coroutine: Coroutine, timeout: Double?) throws {
     if coroutine.isCancelled { throw CancellationError() }
