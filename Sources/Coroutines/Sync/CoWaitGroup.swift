@@ -33,28 +33,30 @@ public final class CoWaitGroup: Sendable {
   /// Adds `count` to the count (a negative `count` takes away). A count that would drop below
   /// zero or pass `Int.max` stops the program with a message naming the call and the value.
   public func add(_ count: Int = 1) {
-    change(by: count, in: "CoWaitGroup.add(_:)")
+    change(by: count, isDone: false)
   }
 
   /// Counts one piece of work out. Called more often than ``add(_:)`` counted in, it stops the
   /// program with a message.
   public func done() {
-    change(by: -1, in: "CoWaitGroup.done()")
+    change(by: -1, isDone: true)
   }
 
-  private func change(by delta: Int, in call: StaticString) {
+  private func change(by delta: Int, isDone: Bool) {
     var wakeList = SyncWakeList()
     queue.lock.lock()
     let (sum, overflow) = state.count.addingReportingOverflow(delta)
     guard !overflow, sum >= 0 else {
       let now = state.count
       queue.lock.unlock()
-      if delta == -1 {
-        coStop("\(call): called with the count at \(now): more done() calls than add(_:) counted")
+      if isDone {
+        coStop(
+          "CoWaitGroup.done(): called with the count at \(now): more done() calls than add(_:) "
+            + "counted")
       }
       coStop(
-        "\(call): adding \(delta) to the count \(now) would make it \(overflow ? "pass Int.max" : "negative")"
-      )
+        "CoWaitGroup.add(_:): adding \(delta) to the count \(now) would make it "
+          + (overflow ? "pass Int.max" : "negative"))
     }
     state.count = sum
     if sum == 0 { queue.grantAll(into: &wakeList) }
