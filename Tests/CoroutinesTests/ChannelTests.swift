@@ -328,11 +328,12 @@ import Testing
   @Test func manyThreads() throws {
     // sample
     let jobs = CoChannel<Int>(capacity: 16)
-    let total = Mutex(0)
+    let lock = CoMutex()
+    var total = 0
     try CoroutineLoop.run {
       let workers = (0..<4).map { index in
         co_launch(on: DispatchQueue(label: "worker \(index)")) {
-          for job in jobs { total.withLock { $0 += job } }
+          for job in jobs { try lock.withLock { total += job } }
         }
       }
       for job in 1...100 { try jobs.send(job) }
@@ -341,6 +342,6 @@ import Testing
     }
     // total == 5050
     // end
-    #expect(total.withLock { $0 } == 5050)
+    #expect(total == 5050)
   }
 }

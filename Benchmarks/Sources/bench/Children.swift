@@ -41,6 +41,7 @@ enum Child {
       numbers = [cell.wallNanoseconds, Double(cell.threads), cell.peakBytes]
     case "generator":
       numbers = [CoroutineFigures.generatorNext(Counts.loop(CoroutineBackend.current)), bareHere()]
+    case SyncFigures.figure: numbers = try SyncFigures.measure()
     case "channel-loop":
       numbers = [try CoroutineFigures.channelPingPong(Counts.channel, acrossThreads: false)]
     case "channel-threads":

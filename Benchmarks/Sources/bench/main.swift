@@ -7,6 +7,7 @@ import Foundation
 
 if try DeepChainFigures.runIfRequested() { exit(0) }
 if try Child.runIfRequested() { exit(0) }
+if try SyncFigures.reportAloneIfRequested() { exit(0) }
 
 let started = baseline_now_ns()
 func progress(_ what: String) {
@@ -73,6 +74,7 @@ let promise = try perBackend("promise")
 let generator = try perBackend("generator")
 let channelLoop = try perBackend("channel-loop")
 let channelThreads = try perBackend("channel-threads")
+let sync = try perBackend(SyncFigures.figure)
 progress("shared-stack round trips on \(CoroutineBackend.current)")
 let sharedLoop = try bestOfProcesses("loop-shared", on: CoroutineBackend.current)
 let sharedAlternation = try bestOfProcesses("alternate-shared", on: CoroutineBackend.current)
@@ -167,6 +169,7 @@ for backend in backends {
       figure: "channel ping-pong, two threads (\(backend))", ours: channelThreads[backend]?[0],
       baseline: "AsyncStream ping-pong", baselineValue: asyncStream))
 }
+rows += SyncFigures.rows(sync)
 let current = CoroutineBackend.current
 rows.append(
   Row(

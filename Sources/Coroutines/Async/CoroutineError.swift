@@ -29,6 +29,9 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
   /// A coroutine on a shared stack tried to move to another scheduler (`co_await(on:)`): its
   /// stack belongs to its loop, whose thread may run another coroutine there meanwhile.
   case sharedStackCannotMove
+  /// `CoCondition.wait(_:timeout:)` was called by a coroutine that does not hold the mutex it
+  /// was given.
+  case mutexNotHeld
 
   /// A sentence that names the problem and, where there is one, the limit behind it.
   public var description: String {
@@ -50,6 +53,8 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
     case .sharedStackCannotMove:
       "a coroutine on a shared stack cannot move to another scheduler: launch it with "
         + "stack: .dedicated to use co_await(on:)"
+    case .mutexNotHeld:
+      "CoCondition.wait(_:timeout:): the calling coroutine does not hold the mutex it passed"
     }
   }
 }

@@ -125,6 +125,7 @@ func launchCoroutine<T>(
     }
     return publish!
   }
+  coroutine.locals = CoLocalBinding.inherited()  // the launcher's coroutine-locals (CoLocal)
   let task = CoTask<T>(coroutine: consume coroutine, detached: detached, body: body)
   task.start()
   return task

@@ -39,8 +39,6 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// `scheduler` when it is a loop, unretained (`scheduler` keeps it alive): enqueueing a
   /// resumption then costs no retain.
   private var loop: Unmanaged<CoroutineLoop>?
-  /// `home` as the loop that counts its coroutines, cast once; unretained (see AccountingLoop).
-  private let accounting: AccountingLoop?
   /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
   private let waitWord = Atomic<UInt64>(0)
 
@@ -51,6 +49,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // usableFromInline: set by the inlinable launch. Unchecked: only the task's launch and finish
   // and the coroutine's own code touch it, one after another, and no access calls out.
   @usableFromInline @exclusivity(unchecked) var attachment: (any TaskNode)?
+  /// The coroutine-local bindings (see `CoLocal`), set at launch from the launcher's and changed
+  /// only by the coroutine's own code; the runtime never looks inside.
+  @usableFromInline @exclusivity(unchecked) var locals: AnyObject?
 
   private var fiber: OpaquePointer?
   /// Where callbacks running on this coroutine leave the work they start (see ``Trampoline``),
@@ -100,8 +101,12 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// what was worked out from its scheduler (see InlineDriver).
   private(set) var schedulerChanges: UInt32 = 0
   /// `stackSize`, in 32 bits beside the other small fields: no stack exceeds
-  /// `CoroutineStack.maximumSize` (1 GiB), and the word it saves holds `trampoline`.
+  /// `CoroutineStack.maximumSize` (1 GiB), and the word it saves holds `trampoline` (with
+  /// `locals`, the record still fits the loop's prefetch, `prefetchBytes`).
   private let stackBytes: UInt32
+  /// `home` as the loop that counts its coroutines, cast once; unretained (see AccountingLoop).
+  /// Last: its optional's tag byte would otherwise leave seven bytes of padding.
+  private let accounting: AccountingLoop?
 
   /// Creates a coroutine that runs `body` on `scheduler`; nothing runs until `start()`.
   /// `body` returns the closure that publishes its outcome, called once the coroutine is off

@@ -1,0 +1,58 @@
+/// One coroutine waiting in a ``SyncWaitQueue``: it lives in the waiting coroutine's own frame
+/// (on the heap for a coroutine on a shared stack), and the queue holds a pointer to it, so a
+/// wait allocates nothing and the queue retains nothing — as a channel's waiters do (see
+/// `ReceiveWaiter`, whose queue it shares).
+///
+/// The waiter carries no resumer: it is claimed through its coroutine's wait word
+/// (`Coroutine.claim`), where the first claim wins, exactly as with `CoroutineResumer`. A grant
+/// pops it, claims it and sets `granted` under the queue's lock, and wakes it after dropping the
+/// lock; a timer or `cancel()` claims it and sets nothing. So a permit, a lock or a signal
+/// handed to a waiter that is leaving at that moment fails its claim and goes to the next
+/// waiter instead: never lost, never given twice. A waiter that no grant reached takes itself
+/// out of the queue, under the lock, before its storage goes.
+@usableFromInline
+struct SyncWaiter: QueuedWaiter {
+  /// Unowned: a coroutine cannot finish while it has a waiter queued (see `ReceiveWaiter`).
+  @usableFromInline let coroutine: Unmanaged<Coroutine>
+  /// What the waiter asks for: a permit count (semaphores, locks) or 0 (conditions, groups).
+  @usableFromInline let weight: Int
+  /// The generation of the coroutine's armed wait that a grant may end.
+  @usableFromInline var generation: UInt64 = 0
+  /// Set by the claim that granted the wait, before the coroutine is woken.
+  @usableFromInline var granted = false
+  /// The timer of a wait with a timeout.
+  @usableFromInline var timer: SyncTimeout?
+  @usableFromInline var links = WaiterLinks<Self>()
+
+  @inlinable
+  init(coroutine: borrowing Coroutine, weight: Int) {
+    self.coroutine = .passUnretained(coroutine)
+    self.weight = weight
+  }
+}
+
+@usableFromInline typealias SyncWaiterPointer = UnsafeMutablePointer<SyncWaiter>
+
+/// Granted waits to wake once the queue's lock is dropped: a waker may take its scheduler's
+/// lock, and a woken coroutine may run at once on another thread. One grant (the usual case)
+/// allocates nothing.
+@usableFromInline
+struct SyncWakeList {
+  private var first: ClaimedWait?
+  /// Optional rather than empty: releasing even an empty array was a call per hand-over.
+  private var rest: [ClaimedWait]?
+
+  mutating func append(_ claimed: ClaimedWait) {
+    if first == nil {
+      first = claimed
+    } else {
+      rest = (rest ?? []) + [claimed]
+    }
+  }
+
+  /// Wakes every granted wait, in the order granted.
+  consuming func wakeAll() {
+    first?.wake()
+    if let rest { for claimed in rest { claimed.wake() } }
+  }
+}
