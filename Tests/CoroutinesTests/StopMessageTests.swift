@@ -55,6 +55,12 @@ struct StopMessageTests {
     Misuse(
       role: "acceptTimeoutIsNegative",
       message: "CoTCPListener.accept(timeout:): the timeout -0.5 is negative"),
+    Misuse(
+      role: "groupWithoutThreads",
+      message: "CoroutineLoopGroup(threads:): 0 threads; a group needs at least one"),
+    Misuse(
+      role: "groupScheduleAfterShutdown",
+      message: "CoroutineLoopGroup.schedule(_:): the group was shut down"),
   ]
 
   @Test(arguments: misuses)

@@ -53,6 +53,12 @@ let misuses: [String: () throws -> Void] = [
   "acceptTimeoutIsNegative": {
     try CoroutineLoop.run { _ = try CoTCPListener().accept(timeout: -0.5) }
   },
+  "groupWithoutThreads": { _ = CoroutineLoopGroup(threads: 0) },
+  "groupScheduleAfterShutdown": {
+    let group = CoroutineLoopGroup(threads: 1)
+    group.shutdown()
+    group.schedule {}
+  },
 ]
 
 let arguments = CommandLine.arguments.dropFirst()

@@ -32,6 +32,9 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
   /// `CoCondition.wait(_:timeout:)` was called by a coroutine that does not hold the mutex it
   /// was given.
   case mutexNotHeld
+  /// A coroutine was launched on a ``CoroutineLoopGroup`` from outside it after
+  /// ``CoroutineLoopGroup/shutdown()``: its body never ran.
+  case schedulerShutDown
 
   /// A sentence that names the problem and, where there is one, the limit behind it.
   public var description: String {
@@ -55,6 +58,8 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
         + "stack: .dedicated to use co_await(on:)"
     case .mutexNotHeld:
       "CoCondition.wait(_:timeout:): the calling coroutine does not hold the mutex it passed"
+    case .schedulerShutDown:
+      "the coroutine was launched on a CoroutineLoopGroup after its shutdown(), so it never ran"
     }
   }
 }

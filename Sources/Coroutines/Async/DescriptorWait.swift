@@ -53,9 +53,13 @@ func waitForDescriptor(
   if coroutine.isCancelled { throw CancellationError() }
   if timeout == 0 { return try readyNow(fd, events) }
   if let loop = coroutine.loopRunningHere {
-    return try loop.wait(
-      for: fd, events, coroutine: coroutine, timeout: timeout, timers: coroutine.scheduler,
-      owner: owner)
+    // Pinned: the wait's registration belongs to this loop's poller, which only its own
+    // thread may touch, so a group coroutine must resume here.
+    return try coroutine.pinned {
+      try loop.wait(
+        for: fd, events, coroutine: coroutine, timeout: timeout, timers: coroutine.scheduler,
+        owner: owner)
+    }
   }
   // Any other scheduler: wait on the shared poller's thread, keeping the timeout on the
   // coroutine's own clock (a test loop's virtual one, say), then come back.

@@ -157,7 +157,7 @@ func defaultScheduler() -> any CoroutineScheduler {
   if let coroutine = Coroutine.currentUnretained {
     return coroutine._withUnsafeGuaranteedRef { $0.home }
   }
-  if let loop = CoroutineLoop.current { return loop }
+  if let loop = CoroutineLoop.current { return loop.group ?? loop }
   if let testLoop = CoroutineTestLoop.current { return testLoop }
   return CoroutineLoop.main
 }

@@ -28,7 +28,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     get { away ?? home }
     set {
       isAway = (newValue as AnyObject) !== (home as AnyObject)
-      loop = (newValue as? CoroutineLoop).map(Unmanaged.passUnretained)
+      loop = Self.resumeLoop(for: newValue)
       away = isAway ? newValue : nil
       schedulerChanges &+= 1
     }
@@ -37,7 +37,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// the loop at each launch and a release at each destruction.
   private var away: (any CoroutineScheduler)?
   /// `scheduler` when it is a loop, unretained (`scheduler` keeps it alive): enqueueing a
-  /// resumption then costs no retain.
+  /// resumption then costs no retain. For a coroutine of a group, the group's loop it runs on
+  /// (or last ran on).
   private var loop: Unmanaged<CoroutineLoop>?
   /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
   private let waitWord = Atomic<UInt64>(0)
@@ -91,6 +92,12 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   @usableFromInline let usesSharedStack: Bool
   /// True while the coroutine runs on another scheduler than its own (`co_await(on:)`).
   private(set) var isAway = false
+  /// True for a coroutine of a ``CoroutineLoopGroup`` that may move between its loops: one on
+  /// a dedicated stack.
+  private let roams: Bool
+  /// True while the coroutine waits in its loop's own timers or poller: it must resume on that
+  /// loop, which alone may touch them (see `pinned(_:)`).
+  private var isPinned = false
   /// Set by the loop when a `co_delay` sleep reaches its deadline, before it wakes the
   /// coroutine; a sleep woken without it was cancelled.
   private var sleepRang = false
@@ -117,12 +124,14 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     body: @escaping () -> (() -> Void)
   ) {
     coPrecondition(
-      !sharedStack || scheduler is CoroutineLoop, "a shared-stack coroutine needs a CoroutineLoop")
+      !sharedStack || scheduler is CoroutineLoop || scheduler is CoroutineLoopGroup,
+      "a shared-stack coroutine needs a CoroutineLoop or a CoroutineLoopGroup")
     self.name = name
     self.stackBytes = UInt32(stackSize)
     self.usesSharedStack = sharedStack
     self.away = nil
-    self.loop = (scheduler as? CoroutineLoop).map(Unmanaged.passUnretained)
+    self.loop = Self.resumeLoop(for: scheduler)
+    self.roams = !sharedStack && scheduler is CoroutineLoopGroup
     self.state = Atomic(.created)
     self.accounting = AccountingLoop(of: scheduler)
     // Moved in, not copied: a copy made the specialised body retain them and its caller's
@@ -193,7 +202,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   @usableFromInline
   func launchAttached() {
     if let loop {
-      loop._withUnsafeGuaranteedRef { $0.enqueueStart(self) }
+      loop._withUnsafeGuaranteedRef { loop in
+        if let group = loop.group, group === (home as AnyObject) {
+          group.enqueueStart(self, on: loop, stealable: roams)
+        } else {
+          loop.enqueueStart(self)
+        }
+      }
     } else {
       scheduler.schedule { self.startAttached() }
     }
@@ -213,6 +228,17 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       unretained._withUnsafeGuaranteedRef { $0.attachment?.failedToStart(error) }
     }
     keep?.release()
+  }
+
+  /// Tells the task of a coroutine launched by `launchAttached()` that it cannot start, for
+  /// `reason`, without running it.
+  func refuseStart(_ reason: CoroutineError) {
+    let keep = Unmanaged.passUnretained(self).retain()
+    defer { keep.release() }
+    transition(.finish)
+    work = .none
+    CoroutineRegistry.coroutineFinished(self, accounting: accounting)
+    attachment?.failedToStart(reason)
   }
 
   private func start(failing fail: (CoroutineError) -> Void) {
@@ -292,6 +318,10 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   @inline(__always)
   private func enqueueResume(resumedBy resumer: UnsafeMutableRawPointer? = nil) {
     if let loop {
+      if roams, !isPinned {
+        enqueueRoaming(lastLoop: loop)
+        return
+      }
       // Switched back into the loop it belongs to, on that loop's thread: queued without asking
       // the thread which loop it runs.
       if loop.toOpaque() == resumer {
@@ -302,6 +332,50 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     } else {
       scheduler.schedule { self.resume() }
     }
+  }
+
+  /// Queues a group coroutine's resumption on the calling thread's loop if that is one of the
+  /// group's (a coroutine woken by another resumes beside it), else on the loop it last ran on.
+  @inline(never)
+  private func enqueueRoaming(lastLoop: Unmanaged<CoroutineLoop>) {
+    lastLoop._withUnsafeGuaranteedRef { last in
+      if let here = cu_tls_current_loop() {
+        let current = Unmanaged<CoroutineLoop>.fromOpaque(here)
+        let joined = current._withUnsafeGuaranteedRef { current -> Bool in
+          guard current.group === last.group else { return false }
+          current.enqueueStealable(StealableJob(resume: Unmanaged.passUnretained(self)))
+          return true
+        }
+        if joined { return }
+      }
+      last.enqueue(self)
+    }
+  }
+
+  /// The loop a coroutine resuming on `scheduler` is queued on: the scheduler if it is a loop,
+  /// a loop of it if it is a group (the calling thread's, or the next in turn).
+  private static func resumeLoop(for scheduler: any CoroutineScheduler) -> Unmanaged<
+    CoroutineLoop
+  >? {
+    if let loop = scheduler as? CoroutineLoop { return Unmanaged.passUnretained(loop) }
+    if let group = scheduler as? CoroutineLoopGroup {
+      return Unmanaged.passUnretained(group.placementLoop())
+    }
+    return nil
+  }
+
+  /// Records that a group coroutine, about to run, runs on `loop` from now on (the loop's own
+  /// thread; nothing else reads `loop` until the coroutine suspends again).
+  func moved(to loop: Unmanaged<CoroutineLoop>) {
+    self.loop = loop
+  }
+
+  /// Runs `body`, a wait in the running loop's own timers or poller, with the coroutine kept on
+  /// that loop: woken from anywhere, it resumes there, and no other loop may take it meanwhile.
+  func pinned<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+    isPinned = true
+    defer { isPinned = false }
+    return try body()
   }
 
   // MARK: Switching
@@ -478,6 +552,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   func sleep(on loop: CoroutineLoop, nanoseconds delay: UInt64) throws(CancellationError) {
     if isCancelled { throw CancellationError() }
     sleepRang = false
+    isPinned = true
+    defer { isPinned = false }
     let generation = armWait()
     loop.addSleep(self, generation: generation, nanoseconds: delay)
     endWaitIfCancelled(generation)

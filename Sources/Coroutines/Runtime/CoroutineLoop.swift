@@ -83,12 +83,37 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   @exclusivity(unchecked) private var spinBudget: UInt64 = 0
   /// The stacks this loop's shared-stack coroutines take turns on.
   let sharedStacks = SharedStackSet()
+  /// The group this loop belongs to, if any: set once, before the loop's thread starts.
+  /// Unowned: the group's threads keep it alive while its loops run.
+  @exclusivity(unchecked) private(set) unowned(unsafe) var group: CoroutineLoopGroup?
+  /// This loop's place in `group.loops`.
+  @exclusivity(unchecked) private(set) var groupIndex = 0
+  /// A group loop's ready coroutines of the group, which idle loops of the group may take.
+  let ready: StealQueue?
 
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
-  public init() { keepsRunning = false }
+  public init() {
+    keepsRunning = false
+    ready = nil
+  }
 
   /// Creates a loop whose ``run()`` returns only when the process ends, for the shared poller.
-  init(keepsRunning: Bool) { self.keepsRunning = keepsRunning }
+  init(keepsRunning: Bool) {
+    self.keepsRunning = keepsRunning
+    ready = nil
+  }
+
+  /// Creates a loop for a group (see `joinGroup(_:)`).
+  init(inGroup: Void) {
+    keepsRunning = false
+    ready = StealQueue()
+  }
+
+  /// Makes this loop `group.loops[index]`, before its thread starts.
+  func joinGroup(_ group: CoroutineLoopGroup, index: Int) {
+    self.group = group
+    groupIndex = index
+  }
 
   var isCurrent: Bool {
     cu_tls_current_loop() == Unmanaged.passUnretained(self).toOpaque()
@@ -215,18 +240,28 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   }
 
   /// Wakes the loop if it sleeps in its poller; the first waker of a sleep writes the eventfd,
-  /// later ones find the flag already cleared.
-  private func wakeIfAsleep() {
+  /// later ones find the flag already cleared. True if this call woke it.
+  @discardableResult
+  func wakeIfAsleep() -> Bool {
     if sleeping.load(ordering: .sequentiallyConsistent),
       sleeping.exchange(false, ordering: .sequentiallyConsistent)
     {
       poller.wake()
+      return true
     }
+    return false
   }
 
   /// Coroutines of this loop created and not yet finished. Only on the loop's own thread.
   private var liveCoroutines: Int {
     localLive &+ remoteLive.load(ordering: .sequentiallyConsistent)
+  }
+
+  /// True when the loop may end once it has nothing to run: a lone loop unless it keeps running
+  /// (the shared poller), a group's once the group is shut down and its coroutines finished.
+  private var mayEnd: Bool {
+    if let group { return group.mayEnd }
+    return !keepsRunning
   }
 
   // MARK: Running
@@ -252,11 +287,13 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       // Checked here, not inside: entering the function for nothing cost a frame's worth of
       // saves and restores on every turn (26 of the 391 instructions of a `co_delay(0)`).
       let moreDue = timers.isEmpty ? false : fireDueTimers()
-      let ran = runQueuedJobs()
-      if moreDue || !localJobs.isEmpty {
+      var ran = runQueuedJobs()
+      if let ready { ran &+= runReadyCoroutines(ready) }
+      if moreDue || !localJobs.isEmpty || ready?.isEmpty == false {
         if poller.waiterCount > 0 { pollWhileBusy(afterRunning: ran) }
         continue
       }
+      if ready != nil, findGroupWork() { continue }
       if !waitForWork() { break }
     }
     timers = TimerHeap<TimerEntry>()
@@ -359,12 +396,20 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     // the poller at once, which sees both.
     if poller.waiterCount == 0, spinForRemoteWork() { return true }
     sleeping.store(true, ordering: .sequentiallyConsistent)
+    group?.sleepingLoops.add(1, ordering: .sequentiallyConsistent)
+    defer { group?.sleepingLoops.subtract(1, ordering: .relaxed) }
     if hasRemoteWork.load(ordering: .sequentiallyConsistent) {
       sleeping.store(false, ordering: .relaxed)
       return true
     }
-    if !keepsRunning, liveCoroutines == 0, sleepers == 0,
-      pendingTimers.load(ordering: .sequentiallyConsistent) == 0
+    // Counted among the sleepers first, so that a loop queueing ready coroutines after this
+    // look wakes this one.
+    if ready != nil, findGroupWork() {
+      sleeping.store(false, ordering: .relaxed)
+      return true
+    }
+    if liveCoroutines == 0, sleepers == 0,
+      pendingTimers.load(ordering: .sequentiallyConsistent) == 0, mayEnd
     {
       sleeping.store(false, ordering: .relaxed)
       return false
@@ -405,7 +450,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   ///
   /// Returns true when work arrived (or a timer fell due) and the loop should run it.
   private func spinForRemoteWork() -> Bool {
-    guard spinBudget > 0, liveCoroutines > 0 else { return false }
+    guard spinBudget > 0, liveCoroutines > 0 || group != nil else { return false }
     let start = monotonicNanoseconds()
     var end = start &+ spinBudget
     if let deadline = timers.firstDeadline {
@@ -419,7 +464,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       let now = monotonicNanoseconds()
       if now >= end { break }
       // Every coroutine finished (one may have finished on another thread): stop watching.
-      if liveCoroutines == 0 { break }
+      if liveCoroutines == 0, group == nil { break }
       sched_yield()
     }
     spinBudget = spinBudget / 2 >= 1_000 ? spinBudget / 2 : 0

@@ -14,6 +14,7 @@ protocol CoroutineAccounting: AnyObject {
 func accounting(of scheduler: any CoroutineScheduler) -> (any CoroutineAccounting)? {
   if let loop = scheduler as? CoroutineLoop { return loop }
   if let testLoop = scheduler as? CoroutineTestLoop { return testLoop }
+  if let group = scheduler as? CoroutineLoopGroup { return group }
   return nil
 }
 
@@ -22,18 +23,22 @@ func accounting(of scheduler: any CoroutineScheduler) -> (any CoroutineAccountin
 /// reference cost a retain of the loop at creation and a release at destruction, and an
 /// `unowned(unsafe)` existential was retained and released around every call through it.
 struct AccountingLoop {
+  private enum Kind { case loop, testLoop, group }
   private let loop: Unmanaged<AnyObject>
-  private let isTestLoop: Bool
+  private let kind: Kind
 
   /// `home` as the loop that counts its coroutines, if it is one (class casts, as in
   /// `accounting(of:)`).
   init?(of home: any CoroutineScheduler) {
     if let loop = home as? CoroutineLoop {
       self.loop = Unmanaged.passUnretained(loop)
-      isTestLoop = false
+      kind = .loop
     } else if let testLoop = home as? CoroutineTestLoop {
       self.loop = Unmanaged.passUnretained(testLoop)
-      isTestLoop = true
+      kind = .testLoop
+    } else if let group = home as? CoroutineLoopGroup {
+      self.loop = Unmanaged.passUnretained(group)
+      kind = .group
     } else {
       return nil
     }
@@ -41,20 +46,20 @@ struct AccountingLoop {
 
   func coroutineCreated() {
     loop._withUnsafeGuaranteedRef {
-      if isTestLoop {
-        unsafeDowncast($0, to: CoroutineTestLoop.self).coroutineCreated()
-      } else {
-        unsafeDowncast($0, to: CoroutineLoop.self).coroutineCreated()
+      switch kind {
+      case .loop: unsafeDowncast($0, to: CoroutineLoop.self).coroutineCreated()
+      case .testLoop: unsafeDowncast($0, to: CoroutineTestLoop.self).coroutineCreated()
+      case .group: unsafeDowncast($0, to: CoroutineLoopGroup.self).coroutineCreated()
       }
     }
   }
 
   func coroutineFinished() {
     loop._withUnsafeGuaranteedRef {
-      if isTestLoop {
-        unsafeDowncast($0, to: CoroutineTestLoop.self).coroutineFinished()
-      } else {
-        unsafeDowncast($0, to: CoroutineLoop.self).coroutineFinished()
+      switch kind {
+      case .loop: unsafeDowncast($0, to: CoroutineLoop.self).coroutineFinished()
+      case .testLoop: unsafeDowncast($0, to: CoroutineTestLoop.self).coroutineFinished()
+      case .group: unsafeDowncast($0, to: CoroutineLoopGroup.self).coroutineFinished()
       }
     }
   }

@@ -14,6 +14,7 @@ enum SchedulerIdentity {
     if let coroutine = Coroutine.current { return coroutine.scheduler === scheduler }
     switch scheduler {
     case let loop as CoroutineLoop: return CoroutineLoop.current === loop
+    case let group as CoroutineLoopGroup: return group.isCurrent
     case let loop as CoroutineTestLoop: return CoroutineTestLoop.current === loop
     case let queue as DispatchQueue:
       return DispatchQueue.getSpecific(key: queueIdentityKey) == ObjectIdentifier(queue)

@@ -42,7 +42,7 @@ func sharedStackChosen(_ requested: CoroutineStack.Mode?, on scheduler: any Coro
   -> Bool
 {
   guard (requested ?? CoroutineStack.defaultMode) == .shared else { return false }
-  if scheduler is CoroutineLoop { return true }
+  if scheduler is CoroutineLoop || scheduler is CoroutineLoopGroup { return true }
   coPrecondition(
     requested == nil,
     "co_launch(stack: .shared): shared stacks need a CoroutineLoop scheduler, not \(type(of: scheduler))"

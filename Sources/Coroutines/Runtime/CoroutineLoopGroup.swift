@@ -1,0 +1,202 @@
+import Foundation
+import Synchronization
+
+/// A scheduler for every core: one ``CoroutineLoop`` per thread, each with its own poller, and
+/// coroutines that move between them.
+///
+/// ```swift
+/// let group = CoroutineLoopGroup(threads: 4)
+/// let sums = (0..<4).map { part in
+///   co_launch(on: group) { (0..<1_000_000).reduce(part, &+) }
+/// }
+/// let total = try sums.reduce(0) { try $0 &+ $1.wait() }
+/// group.shutdown()
+/// ```
+///
+/// A coroutine launched on the group starts on one of its loops: the calling thread's, when
+/// that thread runs one of them (so a coroutine's children start beside it), else the next in
+/// turn. Its scheduler is the group, and it may resume on another loop than the one it
+/// suspended on: a coroutine woken by a coroutine of another loop resumes on the waker's loop,
+/// and a loop with nothing to run takes half of the ready coroutines of a busy one. Two kinds
+/// stay where they are: a coroutine on a shared stack (its stack belongs to its loop), and one
+/// waiting in its loop's poller or timers (``co_wait(fd:for:timeout:)``, ``co_delay(_:)``),
+/// which resumes on that loop.
+///
+/// Code that may run on a group's coroutines must not rely on the thread: no thread-locals
+/// (use ``CoLocal``), no `Mutex` or `NSLock` held across a suspension (use ``CoMutex``).
+/// ``CoroutineLoop/current`` tells a coroutine which loop runs it now.
+///
+/// The group's threads keep it alive until ``shutdown()``.
+public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
+  @unchecked Sendable
+{
+  // `loops` never changes; the rest is atomics, or behind `overflow`'s mutex.
+
+  /// The group's loops, one per thread, each running from the group's creation to its shutdown.
+  /// Launching on one of them (`co_launch(on: group.loops[0])`) keeps the coroutine on it.
+  public let loops: [CoroutineLoop]
+  /// Ready coroutines that did not fit their loop's queue; any loop of the group takes them.
+  private let overflow = Mutex<[StealableJob]>([])
+  private let hasOverflow = Atomic<Bool>(false)
+  private let nextLoop = Atomic<Int>(0)
+  /// Coroutines launched on the group and not yet finished.
+  private let live = Atomic<Int>(0)
+  /// Loops asleep in their pollers: a loop with more ready coroutines than it can run at once
+  /// wakes one of them to take some.
+  let sleepingLoops = Atomic<Int>(0)
+  private let isShutDown = Atomic<Bool>(false)
+  /// Left by each thread as its loop ends.
+  private let finished = DispatchGroup()
+
+  /// Starts `threads` threads, each running one loop until ``shutdown()``.
+  ///
+  /// - Parameter threads: How many loops (and threads); one per core by default. Zero or less
+  ///   stops the program with a message naming the value.
+  public init(threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
+    coPrecondition(
+      threads > 0, "CoroutineLoopGroup(threads:): \(threads) threads; a group needs at least one")
+    self.loops = (0..<threads).map { _ in CoroutineLoop(inGroup: ()) }
+    for (index, loop) in loops.enumerated() { loop.joinGroup(self, index: index) }
+    for (index, loop) in loops.enumerated() {
+      finished.enter()
+      // The thread holds the group: it lives until its loops have ended.
+      let thread = Thread { [self] in
+        loop.run()
+        finished.leave()
+      }
+      thread.name = "coroutines.group.\(index)"
+      thread.start()
+    }
+  }
+
+  /// The loop that the next placed work goes to, in turn: for spreading listeners or other
+  /// long-lived coroutines one per loop.
+  public func next() -> CoroutineLoop {
+    loops[nextLoop.add(1, ordering: .relaxed).oldValue % loops.count]
+  }
+
+  /// The loop a new coroutine of the group starts on: the calling thread's, if it runs one of
+  /// the group's loops, else the next in turn.
+  func placementLoop() -> CoroutineLoop {
+    if let loop = CoroutineLoop.current, loop.group === self { return loop }
+    return next()
+  }
+
+  /// True when the calling thread runs one of the group's loops.
+  var isCurrent: Bool { CoroutineLoop.current?.group === self }
+
+  // MARK: Scheduling
+
+  /// Runs `job` on the calling thread's loop if it is one of the group's, else on the next in
+  /// turn.
+  ///
+  /// After ``shutdown()`` only the group's own threads may schedule jobs; a job from elsewhere
+  /// stops the program with a message, as it could never run.
+  public func schedule(_ job: @escaping @Sendable () -> Void) {
+    checkOpen(from: "CoroutineLoopGroup.schedule(_:)")
+    placementLoop().schedule(job)
+  }
+
+  /// Runs `job` on the calling thread's loop (or the next in turn) once `seconds` have passed.
+  public func schedule(after seconds: Double, _ job: @escaping @Sendable () -> Void)
+    -> any CoroutineTimer
+  {
+    checkOpen(from: "CoroutineLoopGroup.schedule(after:_:)")
+    return placementLoop().schedule(after: seconds, job)
+  }
+
+  private func checkOpen(from call: StaticString) {
+    coPrecondition(
+      !isShutDown.load(ordering: .acquiring) || isCurrent,
+      "\(call): the group was shut down; its loops take no work from outside")
+  }
+
+  /// Queues the first run of `coroutine`, launched on the group: on its loop, or not at all if
+  /// the group was shut down and the launch comes from outside (then its task fails).
+  func enqueueStart(_ coroutine: Coroutine, on loop: CoroutineLoop, stealable: Bool) {
+    if isShutDown.load(ordering: .acquiring), !isCurrent {
+      coroutine.refuseStart(.schedulerShutDown)
+      return
+    }
+    if stealable, loop.isCurrent {
+      loop.enqueueStealable(StealableJob(start: Unmanaged.passUnretained(coroutine)))
+    } else {
+      loop.enqueueStart(coroutine)
+    }
+  }
+
+  // MARK: Overflow
+
+  /// Moves jobs that did not fit a loop's queue to where every loop of the group looks.
+  func spill(_ jobs: [StealableJob]) {
+    overflow.withLock { $0.append(contentsOf: jobs) }
+    hasOverflow.store(true, ordering: .releasing)
+  }
+
+  /// Moves up to half of the overflow's jobs (at least one) into `queue`; how many.
+  func takeOverflow(into loop: CoroutineLoop) -> Int {
+    guard hasOverflow.load(ordering: .acquiring) else { return 0 }
+    let taken: [StealableJob] = overflow.withLock { jobs in
+      let count = min(max(jobs.count / 2, 1), StealQueue.capacity / 2, jobs.count)
+      let taken = Array(jobs.prefix(count))
+      jobs.removeFirst(count)
+      if jobs.isEmpty { hasOverflow.store(false, ordering: .releasing) }
+      return taken
+    }
+    for job in taken { loop.enqueueStealable(job) }
+    return taken.count
+  }
+
+  // MARK: Waking idle loops
+
+  /// Wakes a sleeping loop of the group, if there is one, to take work from `busy`.
+  func wakeIdleLoop(besides busy: CoroutineLoop) {
+    guard sleepingLoops.load(ordering: .relaxed) > 0 else { return }
+    for loop in loops where loop !== busy {
+      if loop.wakeIfAsleep() { return }
+    }
+  }
+
+  // MARK: Accounting
+
+  func coroutineCreated() {
+    live.add(1, ordering: .relaxed)
+  }
+
+  func coroutineFinished() {
+    let left = live.subtract(1, ordering: .sequentiallyConsistent).newValue
+    if left == 0, isShutDown.load(ordering: .sequentiallyConsistent) { wakeAll() }
+  }
+
+  /// True once ``shutdown()`` was called and every coroutine of the group has finished: each
+  /// loop then ends as soon as it has nothing of its own left to run.
+  var mayEnd: Bool {
+    // Sequentially consistent, like the loop's `sleeping` flag: of a loop falling asleep and
+    // the last coroutine finishing (or `shutdown()`), at least one side sees the other.
+    isShutDown.load(ordering: .sequentiallyConsistent)
+      && live.load(ordering: .sequentiallyConsistent) == 0
+  }
+
+  private func wakeAll() {
+    for loop in loops { _ = loop.wakeIfAsleep() }
+  }
+
+  // MARK: Shutting down
+
+  /// Lets the group's coroutines finish, then ends its loops and their threads.
+  ///
+  /// From then on, launching on the group from outside it fails the task with
+  /// ``CoroutineError/schedulerShutDown``; the group's own coroutines may still launch children
+  /// and schedule work, so that what runs can finish. A coroutine parked at that moment keeps
+  /// the group running until it finishes, woken as usual.
+  ///
+  /// Called from outside the group, it returns once every loop has ended. Called from one of
+  /// the group's own threads (inside one of its coroutines), it cannot wait for its own thread:
+  /// it returns at once, and the loops end as they would have. Calling it again does nothing
+  /// more (but waits, from outside, like the first call).
+  public func shutdown() {
+    isShutDown.store(true, ordering: .sequentiallyConsistent)
+    wakeAll()
+    if !isCurrent { finished.wait() }
+  }
+}
