@@ -20,6 +20,12 @@ if CommandLine.arguments.dropFirst().first == "echo" {
   exit(0)
 }
 
+// `bench group`: the loop group's section alone.
+if CommandLine.arguments.dropFirst().first == "group" {
+  try GroupFigures.runSection()
+  exit(0)
+}
+
 let backends = CoroutineBackend.allCases.filter(\.isAvailable)
 /// Child processes per timed figure, of which the fastest is kept: the same binary's
 /// `co_delay(0)` moved by a third from one process to the next, as this shared host's speed
@@ -244,5 +250,6 @@ print(
     bareSwapcontext, bareRegisterSwitch.map { String(format: "%.1f ns", $0) } ?? "n/a",
     taskYield, continuation, taskGroupChild, asyncStream))
 try Echo.runSection()
+try GroupFigures.runSection()
 print("")
 print(String(format: "Total time %.1f s.", Double(baseline_now_ns() - started) / 1e9))

@@ -58,6 +58,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Where callbacks running on this coroutine leave the work they start (see ``Trampoline``),
   /// while they run; touched only by code on this coroutine.
   var trampoline: Trampoline?
+  /// The next entry of the loop inbox this coroutine waits in to be resumed or started (see
+  /// `RemoteInbox`): written by the thread that queues it, read by the loop that takes it.
+  @exclusivity(unchecked) var inboxNext: UInt = 0
   /// Links and counters of the live-coroutine registry (dumps, the stall watchdog).
   let registryEntry = CoroutineRegistryEntry()
   /// The body until it starts; then, once it has returned, what publishes its outcome.

@@ -14,14 +14,14 @@ import Synchronization
 /// }
 /// ```
 ///
-/// Jobs and wake-ups may come from any thread; jobs scheduled from the loop's own thread take
-/// no lock. When no job is ready the loop sleeps in its poller (epoll): the nearest timer gives
+/// Jobs and wake-ups may come from any thread, and take no lock: the loop's own thread queues
+/// them directly, other threads push them onto a lock-free inbox and write the eventfd only when
+/// the loop sleeps. When no job is ready the loop sleeps in its poller (epoll): the nearest timer gives
 /// the sleep its deadline, descriptors that coroutines wait on (``co_wait(fd:for:timeout:)``,
 /// ``CoTCPStream``) end it when ready, and other threads' jobs end it through an eventfd.
 public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unchecked Sendable {
-  // `remoteJobs` and `remoteTimers` are behind `lock`; `localJobs`, `timers`, `sleepers`,
-  // `nextSequence` and `poller`'s waiters are touched only by the thread inside `run()`; the
-  // other counters are atomics.
+  // `localJobs`, `timers`, `sleepers`, `nextSequence` and `poller`'s waiters are touched only by
+  // the thread inside `run()`; `inbox` and the other counters are atomics.
 
   /// The process's main loop. ``run(stackSize:_:)`` drives it when called on the main thread; jobs
   /// scheduled on it before that wait for it.
@@ -33,11 +33,10 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     return Unmanaged<CoroutineLoop>.fromOpaque(pointer).takeUnretainedValue()
   }
 
-  private let lock = ConditionLock()
   /// Where the loop sleeps, and what it knows of the descriptors its coroutines wait on.
   let poller = Poller()
   /// True from just before the loop sleeps in `poller` until it wakes. Whoever leaves work for
-  /// the loop clears it and wakes the poller; sequentially consistent with `hasRemoteWork` and
+  /// the loop clears it and wakes the poller; sequentially consistent with `inbox` and
   /// the counts the loop checks before sleeping, so that of the loop going to sleep and the
   /// work arriving, at least one side sees the other.
   private let sleeping = Atomic<Bool>(false)
@@ -47,12 +46,12 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Jobs run since the poller was last asked, while the loop had no time to sleep: a loop busy
   /// with jobs still looks at its descriptors every so often.
   @exclusivity(unchecked) private var jobsSincePoll = 0
-  // `@exclusivity(unchecked)`: each of these is confined to one thread or to `lock`, and no
+  // `@exclusivity(unchecked)`: each of these is confined to the loop's thread, and no
   // access to one of them calls out to code that could touch it again, so the dynamic check
   // could never fire. It is not free: inside a coroutine each check consults the thread's access
   // set through a thread-local lookup, and it was a fifth of a loop round trip.
-  @exclusivity(unchecked) private var remoteJobs = JobQueue()
-  @exclusivity(unchecked) private var remoteTimers: [LoopTimer] = []
+  /// Jobs from other threads.
+  private let inbox = RemoteInbox()
   @exclusivity(unchecked) private var localJobs = JobQueue()
   @exclusivity(unchecked) private var timers = TimerHeap<TimerEntry>()
   /// `co_delay` sleeps in `timers` that have neither rung nor ended early. Only the loop's own
@@ -74,10 +73,6 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// `running`'s release and acquire.
   @exclusivity(unchecked) private var localLive = 0
   private let running = Atomic<Bool>(false)
-  /// True while `remoteJobs` or `remoteTimers` holds something: set under `lock` by other
-  /// threads, cleared under `lock` by the loop, read without it so that a turn with nothing
-  /// from elsewhere takes no lock.
-  private let hasRemoteWork = Atomic<Bool>(false)
   /// How long the loop may spin, watching for remote work, before it sleeps (nanoseconds;
   /// see `spinForRemoteWork`). Touched only by the thread inside `run()`.
   @exclusivity(unchecked) private var spinBudget: UInt64 = 0
@@ -149,10 +144,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       localJobs.append(job)
       return
     }
-    lock.lock()
-    remoteJobs.append(job)
-    hasRemoteWork.store(true, ordering: .sequentiallyConsistent)
-    lock.unlock()
+    inbox.push(job)
     wakeIfAsleep()
   }
 
@@ -173,11 +165,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     if isCurrent {
       insert(timer)
     } else {
-      lock.withLock {
-        remoteTimers.append(timer)
-        hasRemoteWork.store(true, ordering: .sequentiallyConsistent)
-      }
-      wakeIfAsleep()
+      // Numbered when it reaches the heap, on the loop's thread.
+      enqueue(.closure { [self] in insert(timer) })
     }
     return timer
   }
@@ -300,15 +289,10 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   }
 
   private func takeRemoteWork() {
-    // A relaxed load suffices: work missed here is found by `waitForWork`, which looks again
-    // under the lock before sleeping, and the lock orders the queues' contents.
-    guard hasRemoteWork.load(ordering: .relaxed) else { return }
-    lock.withLock {
-      hasRemoteWork.store(false, ordering: .relaxed)
-      localJobs.takeAll(from: &remoteJobs)
-      for timer in remoteTimers { insert(timer) }
-      remoteTimers.removeAll(keepingCapacity: true)
-    }
+    // A relaxed look suffices: work missed here is found by `waitForWork`, which looks again
+    // before sleeping; the exchange that empties the inbox orders its contents.
+    guard inbox.mayHoldWork else { return }
+    inbox.takeAll(into: &localJobs)
   }
 
   /// Fires up to ``timerBatch`` due timers (dropping dead ones on the way); returns true when
@@ -398,7 +382,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     sleeping.store(true, ordering: .sequentiallyConsistent)
     group?.sleepingLoops.add(1, ordering: .sequentiallyConsistent)
     defer { group?.sleepingLoops.subtract(1, ordering: .relaxed) }
-    if hasRemoteWork.load(ordering: .sequentiallyConsistent) {
+    if !inbox.isEmpty {
       sleeping.store(false, ordering: .relaxed)
       return true
     }
@@ -418,7 +402,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     poller.poll(timeout: timers.firstDeadline.map { $0 > asleep ? $0 &- asleep : 0 })
     sleeping.store(false, ordering: .relaxed)
     jobsSincePoll = 0
-    if hasRemoteWork.load(ordering: .relaxed),
+    if inbox.mayHoldWork,
       monotonicNanoseconds() &- asleep <= Self.longestSpin
     {
       // Another thread's work came soon after the loop fell asleep: spinning would have
@@ -459,7 +443,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     }
     while true {
       for _ in 0..<64 {
-        if hasRemoteWork.load(ordering: .relaxed) { return true }
+        if inbox.mayHoldWork { return true }
       }
       let now = monotonicNanoseconds()
       if now >= end { break }

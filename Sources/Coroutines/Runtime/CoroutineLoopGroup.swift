@@ -36,7 +36,7 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   /// Launching on one of them (`co_launch(on: group.loops[0])`) keeps the coroutine on it.
   public let loops: [CoroutineLoop]
   /// Ready coroutines that did not fit their loop's queue; any loop of the group takes them.
-  private let overflow = Mutex<[StealableJob]>([])
+  private let overflow = Mutex<FIFO<StealableJob>>(FIFO())
   private let hasOverflow = Atomic<Bool>(false)
   private let nextLoop = Atomic<Int>(0)
   /// Coroutines launched on the group and not yet finished.
@@ -129,7 +129,9 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
 
   /// Moves jobs that did not fit a loop's queue to where every loop of the group looks.
   func spill(_ jobs: [StealableJob]) {
-    overflow.withLock { $0.append(contentsOf: jobs) }
+    overflow.withLock { overflow in
+      for job in jobs { overflow.append(job) }
+    }
     hasOverflow.store(true, ordering: .releasing)
   }
 
@@ -137,9 +139,10 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   func takeOverflow(into loop: CoroutineLoop) -> Int {
     guard hasOverflow.load(ordering: .acquiring) else { return 0 }
     let taken: [StealableJob] = overflow.withLock { jobs in
-      let count = min(max(jobs.count / 2, 1), StealQueue.capacity / 2, jobs.count)
-      let taken = Array(jobs.prefix(count))
-      jobs.removeFirst(count)
+      let count = min(max(jobs.count / 2, 1), StealQueue.capacity / 2)
+      var taken: [StealableJob] = []
+      taken.reserveCapacity(count)
+      while taken.count < count, let job = jobs.popFirst() { taken.append(job) }
       if jobs.isEmpty { hasOverflow.store(false, ordering: .releasing) }
       return taken
     }
