@@ -122,7 +122,8 @@ import Testing
     let group = CoroutineLoopGroup(threads: 2)
     defer { group.shutdown() }
     let producers = 4
-    let perProducer = 250_000
+    // A million, unless `COROUTINES_STRESS_MESSAGES` lowers it (as under ThreadSanitizer).
+    let perProducer = StressTests.messages / producers
     let channel = CoChannel<Int>(capacity: 128)
     // Producers homed on one loop, consumers on the other: every message crosses threads,
     // unless a consumer was woken on the producers' loop and moved there.

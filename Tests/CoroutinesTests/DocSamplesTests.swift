@@ -130,6 +130,19 @@ private struct DocHTTP {
     #expect(try task.result?.get() == 1)
   }
 
+  /// Also the sample of `CoroutineLoopGroup`'s doc comment and of the README's "Every core".
+  @Test func everyCoreALoopGroup() throws {
+    let group = CoroutineLoopGroup(threads: 2)
+    let total = try CoroutineLoop.run { () -> Int in
+      let halves = [0, 1].map { half in
+        co_launch(on: group) { (0..<1_000_000).reduce(half, &+) }  // both cores at once
+      }
+      return try halves.reduce(0) { try $0 &+ co_await($1) }
+    }
+    group.shutdown()  // lets the group's coroutines finish, then joins its threads
+    #expect(total == 2 * (0..<1_000_000).reduce(0, &+) + 1)
+  }
+
   // MARK: Migrating.md
 
   @Test func aPromiseChainRewritten() throws {

@@ -5,12 +5,14 @@ import Synchronization
 /// coroutines that move between them.
 ///
 /// ```swift
-/// let group = CoroutineLoopGroup(threads: 4)
-/// let sums = (0..<4).map { part in
-///   co_launch(on: group) { (0..<1_000_000).reduce(part, &+) }
+/// let group = CoroutineLoopGroup(threads: 2)
+/// let total = try CoroutineLoop.run { () -> Int in
+///   let halves = [0, 1].map { half in
+///     co_launch(on: group) { (0..<1_000_000).reduce(half, &+) }  // both cores at once
+///   }
+///   return try halves.reduce(0) { try $0 &+ co_await($1) }
 /// }
-/// let total = try sums.reduce(0) { try $0 &+ $1.wait() }
-/// group.shutdown()
+/// group.shutdown()  // lets the group's coroutines finish, then joins its threads
 /// ```
 ///
 /// A coroutine launched on the group starts on one of its loops: the calling thread's, when
