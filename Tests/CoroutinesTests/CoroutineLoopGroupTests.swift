@@ -61,24 +61,62 @@ import Testing
     #expect(try value(of: parent) > 0)
   }
 
+  @Test func coroutinesWokenFromOutsideTheGroupCanBeTakenByAnIdleLoop() throws {
+    let group = CoroutineLoopGroup(threads: 2)
+    defer { group.shutdown() }
+    let gate = CoPromise<Void>()
+    let parkedOn = Mutex<[Int]>([0, 0])
+    let busiest = Atomic<Int>(-1)
+    let moved = Atomic<Int>(0)
+    let holding = Atomic<Bool>(false)
+    let children = (0..<20).map { _ in
+      co_launch(on: group) {
+        let before = group.loops.firstIndex { $0 === CoroutineLoop.current }!
+        parkedOn.withLock { $0[before] += 1 }
+        try co_await(gate)
+        let after = group.loops.firstIndex { $0 === CoroutineLoop.current }!
+        if after != before { moved.add(1, ordering: .relaxed) }
+        // The first to wake on the loop where most parked keeps that loop busy, while the
+        // others woken there wait behind it.
+        guard before == busiest.load(ordering: .relaxed), after == before,
+          !holding.exchange(true, ordering: .relaxed)
+        else { return }
+        let deadline = monotonicNanoseconds() + 10_000_000_000
+        while moved.load(ordering: .relaxed) == 0, monotonicNanoseconds() < deadline {}
+      }
+    }
+    try CoroutineLoop.run {
+      while parkedOn.withLock({ $0[0] + $0[1] }) < 20 { try co_delay(0.001) }
+    }
+    let counts = parkedOn.withLock { $0 }
+    busiest.store(counts[0] >= counts[1] ? 0 : 1, ordering: .relaxed)
+    gate.fulfill(())  // from this thread, outside the group
+    for child in children { try value(of: child) }
+    let movedCount = moved.load(ordering: .relaxed)
+    #expect(movedCount > 0, "parked per loop: \(counts)")
+  }
+
   @Test func aCoroutineMovesToTheLoopOfTheCoroutineThatWokeIt() throws {
     let group = CoroutineLoopGroup(threads: 2)
     defer { group.shutdown() }
+    let parkedOn = CoPromise<CoroutineLoop>()
     let wakeUp = CoPromise<CoroutineLoop>()
-    // Started from the first loop, so it starts there, and parks before the waker runs.
-    let receiver = co_launch(on: group.loops[0]) {
-      co_launch(on: group) { () -> Bool in
-        let started = CoroutineLoop.current
-        let waker = try co_await(wakeUp)
-        return started === group.loops[0] && CoroutineLoop.current === waker
+    let receiver = co_launch(on: group) { () -> Bool in
+      parkedOn.fulfill(CoroutineLoop.current!)
+      let waker = try co_await(wakeUp)
+      return CoroutineLoop.current === waker
+    }
+    // The waker runs on the other loop, once the receiver has had time to park.
+    let waker = try CoroutineLoop.run { () -> CoTask<Void> in
+      let parked = try co_await(parkedOn)
+      let other = group.loops.first { $0 !== parked }!
+      return co_launch(on: other) {
+        try co_delay(0.02)
+        wakeUp.fulfill(CoroutineLoop.current!)
       }
     }
-    let waker = co_launch(on: group.loops[1]) {
-      try co_delay(0.02)
-      wakeUp.fulfill(CoroutineLoop.current!)
-    }
     try value(of: waker)
-    #expect(try value(of: try value(of: receiver)))
+    #expect(try value(of: receiver))
   }
 
   @Test func noCoroutineRunsOnTwoThreadsAtOnce() throws {

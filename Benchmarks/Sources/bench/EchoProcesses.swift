@@ -67,9 +67,11 @@ enum EchoLoad {
 
   /// Runs the load against `server` and returns the generator's figures
   /// (`requests_per_second`, `p50_us`, `p99_us`, `errors`, `unanswered`, `server_cpu_us`, …).
-  static func run(against server: RunningServer, connections: Int, warmup: Double, seconds: Double)
-    throws -> [String: Double]
-  {
+  /// Unless `pinned` is false, the generator and the server each get a core of their own.
+  static func run(
+    against server: RunningServer, connections: Int, warmup: Double, seconds: Double,
+    pinned: Bool = true
+  ) throws -> [String: Double] {
     let process = Process()
     process.executableURL = executable
     process.arguments = [
@@ -78,7 +80,7 @@ enum EchoLoad {
       String(server.process.processIdentifier),
     ]
     // A core each (see echoload's --cpu) when there are two or more.
-    if ProcessInfo.processInfo.activeProcessorCount >= 2 {
+    if pinned, ProcessInfo.processInfo.activeProcessorCount >= 2 {
       process.arguments! += ["--cpu", "1", "--server-cpu", "0"]
     }
     let output = Pipe()

@@ -17,6 +17,7 @@ enum GroupFigures {
     rows += try promiseRows()
     rows += try pingPongRows()
     rows += try skynetRows()
+    rows += try echoRows()
     printTable(rows)
   }
 
@@ -192,6 +193,44 @@ enum GroupFigures {
       rows.append(scaling)
     }
     return rows
+  }
+}
+
+extension GroupFigures {
+  // MARK: Loopback echo
+
+  /// The echo server on a group of a loop per core (a listener per loop) against the same on
+  /// one loop, neither pinned, 1 000 connections: the fastest of three runs each. No target:
+  /// on a machine with few cores the load generator takes one of them.
+  static func echoRows() throws -> [Row] {
+    let connections = 1_000
+    var rates: [Int: Echo.LoadResult] = [:]
+    for loops in Set([1, cores]).sorted() {
+      let server = EchoServer(
+        name: "ours, \(loops)-loop group", executable: EchoServer.sibling("echo-coroutines"),
+        arguments: ["--loops", "\(loops)"])
+      for round in 1...3 {
+        progress("group: echo on \(loops) loop(s), round \(round)")
+        let running = try server.start()
+        let result = Echo.LoadResult(
+          try EchoLoad.run(
+            against: running, connections: connections, warmup: Echo.warmupSeconds,
+            seconds: Echo.measuredSeconds, pinned: false))
+        running.stop()
+        if result.requestsPerSecond > rates[loops]?.requestsPerSecond ?? 0 { rates[loops] = result }
+      }
+    }
+    guard cores > 1, let one = rates[1], let all = rates[cores] else { return [] }
+    let row = Row(
+      figure: "loopback echo, \(cores)-loop group (a listener per loop), 1 000 connections",
+      ours: all.requestsPerSecond, unit: "req/s", baseline: "the same server on one loop",
+      baselineValue: one.requestsPerSecond)
+    print(
+      String(
+        format: "Echo, 1 000 connections, generator unpinned: one loop %.0f req/s (p99 %.0f µs), "
+          + "%d loops %.0f req/s (p99 %.0f µs).", one.requestsPerSecond, one.p99, cores,
+        all.requestsPerSecond, all.p99))
+    return [row]
   }
 }
 

@@ -351,7 +351,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
         }
         if joined { return }
       }
-      last.enqueue(self)
+      last.enqueueFromElsewhere(StealableJob(resume: Unmanaged.passUnretained(self)))
     }
   }
 

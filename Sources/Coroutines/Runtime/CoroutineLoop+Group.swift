@@ -1,4 +1,5 @@
 import CUContext
+import Synchronization
 
 /// What a loop does as one of a ``CoroutineLoopGroup``'s: it runs the group's ready coroutines
 /// from its `ready` queue, and takes some from the group when it has nothing else.
@@ -9,7 +10,49 @@ extension CoroutineLoop {
   func enqueueStealable(_ job: StealableJob) {
     let ready = ready!
     while !ready.append(job) { group!.spill(ready.takeOlderHalf()) }
-    if ready.count > 1 { group!.wakeIdleLoop(besides: self) }
+    guard ready.count > 1 else { return }
+    // Between the append and the look at the sleeping loops, as a loop going to sleep counts
+    // itself before looking at the others' queues: of the two, at least one sees the other, so
+    // no loop sleeps beside a queue it could take from. Without it a loop missed the work and
+    // slept while a long-running coroutine held this one.
+    atomicMemoryFence(ordering: .sequentiallyConsistent)
+    group!.wakeIdleLoop(besides: self)
+  }
+
+  /// Queues a coroutine of the group that another thread woke or launched (any thread but this
+  /// loop's): in `roamingInbox`, from which this loop or an idle one takes it. Wakes this loop
+  /// if it sleeps; if it is busy and more than this one waits, wakes an idle loop to take them.
+  func enqueueFromElsewhere(_ job: StealableJob) {
+    let first = roamingInbox.push(job.loopJob)
+    if !wakeIfAsleep(), !first { group!.wakeIdleLoop(besides: self) }
+  }
+
+  /// Moves the coroutines waiting in `inbox` (this loop's `roamingInbox` or another group
+  /// loop's) to this loop's `ready` queue; true if there were some.
+  @discardableResult
+  func takeRoamingInbox(_ inbox: borrowing RemoteInbox) -> Bool {
+    var took = false
+    inbox.takeAll { job in
+      enqueueStealable(StealableJob(job))
+      took = true
+    }
+    return took
+  }
+
+  /// Takes the older half (rounded down) of the coroutines waiting in another group loop's
+  /// roaming inbox, putting the rest back; true if it took some. Never a lone one: that loop
+  /// may have just been woken to run it.
+  private func takeHalf(of victim: CoroutineLoop) -> Bool {
+    var jobs: [StealableJob] = []
+    victim.roamingInbox.takeAll { jobs.append(StealableJob($0)) }
+    let taking = jobs.count / 2
+    if taking < jobs.count {
+      for job in jobs[taking...] { victim.roamingInbox.push(job.loopJob) }
+      // It may have looked at its inbox while this loop held them, and gone to sleep.
+      victim.wakeIfAsleep()
+    }
+    for job in jobs[..<taking] { enqueueStealable(job) }
+    return taking > 0
   }
 
   /// Runs the coroutines queued on `ready` at the start of this turn (those they queue wait for
@@ -28,7 +71,8 @@ extension CoroutineLoop {
   }
 
   /// Looks for ready coroutines elsewhere in the group, for a loop with nothing to run: the
-  /// group's overflow first, then half of another loop's queue. True if it found some.
+  /// group's overflow first, then half of another loop's queue, or what other threads left in
+  /// its roaming inbox. True if it found some.
   func findGroupWork() -> Bool {
     guard let group, let ready else { return false }
     if group.takeOverflow(into: self) > 0 { return true }
@@ -39,6 +83,7 @@ extension CoroutineLoop {
     for offset in 0..<(loops.count - 1) {
       let victim = loops[(start &+ offset) % loops.count]
       if let theirs = victim.ready, ready.steal(from: theirs) > 0 { return true }
+      if victim.roamingInbox.mayHoldWork, takeHalf(of: victim) { return true }
     }
     return false
   }

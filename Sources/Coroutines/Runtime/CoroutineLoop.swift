@@ -52,6 +52,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   // set through a thread-local lookup, and it was a fifth of a loop round trip.
   /// Jobs from other threads.
   private let inbox = RemoteInbox()
+  /// A group loop's coroutines of the group that other threads woke or launched, which idle
+  /// loops of the group may take too (see `enqueueFromElsewhere(_:)`).
+  let roamingInbox = RemoteInbox()
   @exclusivity(unchecked) private var localJobs = JobQueue()
   @exclusivity(unchecked) private var timers = TimerHeap<TimerEntry>()
   /// `co_delay` sleeps in `timers` that have neither rung nor ended early. Only the loop's own
@@ -132,6 +135,11 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Queues the start of `coroutine`, which its task keeps alive (see `launchAttached()`).
   func enqueueStart(_ coroutine: Coroutine) {
     enqueue(.start(Unmanaged.passUnretained(coroutine)))
+  }
+
+  /// Queues `job` from this loop's own thread.
+  func appendLocal(_ job: consuming LoopJob) {
+    localJobs.append(job)
   }
 
   /// Queues a coroutine's resumption from this loop's own thread.
@@ -246,6 +254,11 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     localLive &+ remoteLive.load(ordering: .sequentiallyConsistent)
   }
 
+  /// True when another thread may have left work (a relaxed look, for spinning).
+  private var remoteWorkMayWait: Bool {
+    inbox.mayHoldWork || (ready != nil && roamingInbox.mayHoldWork)
+  }
+
   /// True when the loop may end once it has nothing to run: a lone loop unless it keeps running
   /// (the shared poller), a group's once the group is shut down and its coroutines finished.
   private var mayEnd: Bool {
@@ -291,6 +304,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   private func takeRemoteWork() {
     // A relaxed look suffices: work missed here is found by `waitForWork`, which looks again
     // before sleeping; the exchange that empties the inbox orders its contents.
+    if ready != nil, roamingInbox.mayHoldWork { takeRoamingInbox(roamingInbox) }
     guard inbox.mayHoldWork else { return }
     inbox.takeAll(into: &localJobs)
   }
@@ -382,7 +396,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     sleeping.store(true, ordering: .sequentiallyConsistent)
     group?.sleepingLoops.add(1, ordering: .sequentiallyConsistent)
     defer { group?.sleepingLoops.subtract(1, ordering: .relaxed) }
-    if !inbox.isEmpty {
+    if !inbox.isEmpty || (ready != nil && !roamingInbox.isEmpty) {
       sleeping.store(false, ordering: .relaxed)
       return true
     }
@@ -402,7 +416,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     poller.poll(timeout: timers.firstDeadline.map { $0 > asleep ? $0 &- asleep : 0 })
     sleeping.store(false, ordering: .relaxed)
     jobsSincePoll = 0
-    if inbox.mayHoldWork,
+    if remoteWorkMayWait,
       monotonicNanoseconds() &- asleep <= Self.longestSpin
     {
       // Another thread's work came soon after the loop fell asleep: spinning would have
@@ -443,7 +457,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     }
     while true {
       for _ in 0..<64 {
-        if inbox.mayHoldWork { return true }
+        if remoteWorkMayWait { return true }
       }
       let now = monotonicNanoseconds()
       if now >= end { break }

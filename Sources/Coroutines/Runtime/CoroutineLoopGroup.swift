@@ -95,8 +95,18 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   /// After ``shutdown()`` only the group's own threads may schedule jobs; a job from elsewhere
   /// stops the program with a message, as it could never run.
   public func schedule(_ job: @escaping @Sendable () -> Void) {
+    if let loop = CoroutineLoop.current, loop.group === self {
+      loop.schedule(job)
+      return
+    }
+    // From outside, the job counts as a coroutine of the group until it has run, so that a
+    // shutdown racing with it waits for it rather than ending the loop it was queued on.
+    coroutineCreated()
     checkOpen(from: "CoroutineLoopGroup.schedule(_:)")
-    placementLoop().schedule(job)
+    next().schedule { [self] in
+      job()
+      coroutineFinished()
+    }
   }
 
   /// Runs `job` on the calling thread's loop (or the next in turn) once `seconds` have passed.
@@ -116,14 +126,17 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   /// Queues the first run of `coroutine`, launched on the group: on its loop, or not at all if
   /// the group was shut down and the launch comes from outside (then its task fails).
   func enqueueStart(_ coroutine: Coroutine, on loop: CoroutineLoop, stealable: Bool) {
-    if isShutDown.load(ordering: .acquiring), !isCurrent {
+    if isShutDown.load(ordering: .sequentiallyConsistent), !isCurrent {
       coroutine.refuseStart(.schedulerShutDown)
       return
     }
-    if stealable, loop.isCurrent {
-      loop.enqueueStealable(StealableJob(start: Unmanaged.passUnretained(coroutine)))
-    } else {
+    let job = StealableJob(start: Unmanaged.passUnretained(coroutine))
+    if !stealable {
       loop.enqueueStart(coroutine)
+    } else if loop.isCurrent {
+      loop.enqueueStealable(job)
+    } else {
+      loop.enqueueFromElsewhere(job)
     }
   }
 
@@ -156,7 +169,7 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
 
   /// Wakes a sleeping loop of the group, if there is one, to take work from `busy`.
   func wakeIdleLoop(besides busy: CoroutineLoop) {
-    guard sleepingLoops.load(ordering: .relaxed) > 0 else { return }
+    guard sleepingLoops.load(ordering: .sequentiallyConsistent) > 0 else { return }
     for loop in loops where loop !== busy {
       if loop.wakeIfAsleep() { return }
     }
@@ -165,7 +178,9 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   // MARK: Accounting
 
   func coroutineCreated() {
-    live.add(1, ordering: .relaxed)
+    // Sequentially consistent, with the look at `isShutDown` in `enqueueStart` that follows it:
+    // a launch that finds the group open is counted before any loop can see it idle and end.
+    live.add(1, ordering: .sequentiallyConsistent)
   }
 
   func coroutineFinished() {

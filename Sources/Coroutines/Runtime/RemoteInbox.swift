@@ -21,8 +21,9 @@ struct RemoteInbox: ~Copyable {
   /// A cheaper look for a loop that spins: it only needs to notice soon.
   var mayHoldWork: Bool { head.load(ordering: .relaxed) != 0 }
 
-  /// Pushes `job` (any thread).
-  func push(_ job: consuming LoopJob) {
+  /// Pushes `job` (any thread); true if nothing else was waiting.
+  @discardableResult
+  func push(_ job: consuming LoopJob) -> Bool {
     let entry: UInt
     switch consume job {
     case .resume(let coroutine): entry = UInt(bitPattern: coroutine.toOpaque())
@@ -35,13 +36,20 @@ struct RemoteInbox: ~Copyable {
       Self.setNext(of: entry, to: old)
       let (exchanged, found) = head.compareExchange(
         expected: old, desired: entry, ordering: .sequentiallyConsistent)
-      if exchanged { return }
+      if exchanged { return old == 0 }
       old = found
     }
   }
 
   /// Moves every waiting job to the end of `queue`, oldest first (the loop's thread only).
   func takeAll(into queue: inout JobQueue) {
+    takeAll { queue.append($0) }
+  }
+
+  /// Takes every waiting job, oldest first, handing each to `body`. Any thread may, as the
+  /// exchange gives each list to one taker: idle loops of a group take from a busy loop's
+  /// inbox of roaming coroutines.
+  func takeAll(_ body: (consuming LoopJob) -> Void) {
     var entry = head.exchange(0, ordering: .acquiring)
     guard entry != 0 else { return }
     // Newest first as pushed: reverse the links, then walk them.
@@ -54,7 +62,7 @@ struct RemoteInbox: ~Copyable {
     }
     while reversed != 0 {
       let next = Self.next(of: reversed)
-      queue.append(Self.job(reversed))
+      body(Self.job(reversed))
       reversed = next
     }
   }

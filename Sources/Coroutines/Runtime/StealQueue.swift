@@ -128,4 +128,13 @@ struct StealableJob {
   var isStart: Bool { bits & 1 == 1 }
 
   var loopJob: LoopJob { isStart ? .start(coroutine) : .resume(coroutine) }
+
+  /// A job of a loop's roaming inbox, which holds only coroutines.
+  init(_ job: consuming LoopJob) {
+    switch consume job {
+    case .resume(let coroutine): self.init(resume: coroutine)
+    case .start(let coroutine): self.init(start: coroutine)
+    case .closure: coStop("a closure in a loop's inbox of roaming coroutines")
+    }
+  }
 }
