@@ -114,6 +114,45 @@ public func co_await<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> 
   }
 }
 
+/// Wraps a completion-handler API whose callback has the `(value?, error?)` shape, as many
+/// Foundation and Objective-C APIs do: calls `start` with a callback and suspends the coroutine
+/// until the callback is called. An error, when there is one, wins over a value; neither a value
+/// nor an error throws ``CoroutineError/neitherValueNorError``. The callback is `@Sendable`:
+/// call it from any thread. A callback called again is ignored; a callback dropped without
+/// being called unwinds the coroutine with `CancellationError`.
+///
+/// ```swift
+/// let data: Data = try co_await { done in
+///   session.load(url) { data, error in done(data, error) }
+/// }
+/// ```
+///
+/// - Throws: The error delivered to the callback; ``CoroutineError/neitherValueNorError`` when
+///   it delivered neither; `CancellationError` if the coroutine is cancelled while waiting;
+///   ``CoroutineError/notInCoroutine`` outside a coroutine.
+@_disfavoredOverload
+@inlinable @inline(__always)
+public func co_await<T>(_ start: (@escaping @Sendable (T?, (any Error)?) -> Void) -> Void)
+  throws -> T
+{
+  // Disfavoured: where both shapes fit (a callback only stored or dropped, never called), the
+  // `Result` form is chosen, as before this form existed, rather than an ambiguity error.
+  // Unretained, as in the `Result` form above.
+  try Coroutine.requireCurrentUnretained()._withUnsafeGuaranteedRef { coroutine in
+    try coroutine.suspend { resumer in
+      start { value, error in
+        if let error {
+          resumer.resume(.failure(error))
+        } else if let value {
+          resumer.resume(.success(value))
+        } else {
+          resumer.resume(.failure(CoroutineError.neitherValueNorError))
+        }
+      }
+    }
+  }
+}
+
 /// Runs `work` on `scheduler` and comes back: the coroutine itself moves there, runs `work`
 /// (which may suspend too) and returns to its own scheduler, even when `work` throws.
 ///

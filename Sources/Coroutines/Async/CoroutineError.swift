@@ -32,6 +32,9 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
   /// `CoCondition.wait(_:timeout:)` was called by a coroutine that does not hold the mutex it
   /// was given.
   case mutexNotHeld
+  /// A callback of the `(value?, error?)` shape awaited with `co_await(_:)` was called with
+  /// neither a value nor an error.
+  case neitherValueNorError
 
   /// A sentence that names the problem and, where there is one, the limit behind it.
   public var description: String {
@@ -55,6 +58,8 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
         + "stack: .dedicated to use co_await(on:)"
     case .mutexNotHeld:
       "CoCondition.wait(_:timeout:): the calling coroutine does not hold the mutex it passed"
+    case .neitherValueNorError:
+      "the awaited callback was called with neither a value nor an error"
     }
   }
 }
