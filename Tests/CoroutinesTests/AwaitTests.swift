@@ -8,6 +8,23 @@ import Testing
 @Suite struct AwaitTests {
   struct Failure: Error, Equatable {}
 
+  /// Work written on the main actor (here inside `CoroutineLoop.run`, whose body takes on the
+  /// test's isolation) is `@Sendable`, so a closure inside it runs on the other queue without
+  /// the main actor's isolation, and the coroutine comes back to its loop's thread.
+  @MainActor @Test func workWrittenOnTheMainActorRunsItsClosuresOnAnotherQueue() throws {
+    let home = threadID()
+    let (values, cameBack) = try CoroutineLoop.run { () -> ([Int], Bool) in
+      let values = try co_await(on: DispatchQueue(label: "AwaitTests.elsewhere")) {
+        () -> [Int] in
+        #expect(threadID() != home)
+        return [1, 2].map { $0 + 1 }
+      }
+      return (values, threadID() == home)
+    }
+    #expect(values == [2, 3])
+    #expect(cameBack)
+  }
+
   @Test func everySuspendingCallThrowsOutsideACoroutine() {
     let promise = CoPromise<Int>()
     #expect(throws: CoroutineError.notInCoroutine) { try co_await(promise) }

@@ -156,12 +156,24 @@ public func co_await<T>(_ start: (@escaping @Sendable (T?, (any Error)?) -> Void
 /// Runs `work` on `scheduler` and comes back: the coroutine itself moves there, runs `work`
 /// (which may suspend too) and returns to its own scheduler, even when `work` throws.
 ///
+/// `work` is `@Sendable`, as it runs on another thread than the code that wrote it: Swift
+/// checks what it captures, and work written on the main actor does not take on its isolation
+/// (see "Sendable bodies" in <doc:CoroutinesSchedulersAndLoop>). Hand results back as its
+/// return value.
+///
 /// - Throws: What `work` throws; `CancellationError` if the coroutine was cancelled before it
 ///   left; ``CoroutineError/sharedStackCannotMove`` for a coroutine on a shared stack (its stack
 ///   belongs to its loop); ``CoroutineError/notInCoroutine`` outside a coroutine.
-public func co_await<T>(on scheduler: any CoroutineScheduler, _ work: @escaping () throws -> T)
-  throws -> T
-{
+public func co_await<T>(
+  on scheduler: any CoroutineScheduler, _ work: @escaping @Sendable () throws -> T
+) throws -> T {
+  try hopping(to: scheduler, work)
+}
+
+/// `co_await(on:_:)` for the library's own callers, whose `work` may capture what their caller
+/// keeps using (``CoBound`` hops with an access to its value): the coroutine runs `work`
+/// itself and is back before this returns, so nothing runs concurrently with the caller.
+func hopping<T>(to scheduler: any CoroutineScheduler, _ work: () throws -> T) throws -> T {
   let coroutine = try Coroutine.requireCurrent()
   if coroutine.isCancelled { throw CancellationError() }
   let origin = coroutine.scheduler
