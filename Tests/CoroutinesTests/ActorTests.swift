@@ -5,6 +5,16 @@ import Testing
 @testable import Coroutines
 
 @Suite struct ActorTests {
+  /// An actor's body written on the main actor runs its closures on the actor's queue.
+  @MainActor @Test func anActorWrittenOnTheMainActorRunsItsClosuresOnItsQueue() async throws {
+    let doubler = co_actor(on: DispatchQueue(label: "ActorTests.doubler")) {
+      (mailbox: CoMailbox<Int, Int>) in
+      for message in mailbox { message.reply([message.value].map { $0 * 2 }[0]) }
+    }
+    #expect(try await doubler.send(21).value == 42)
+    doubler.stop()
+  }
+
   @Test func anActorAnswersMessagesInOrder() throws {
     let totals = try CoroutineLoop.run { () -> [Int] in
       let counter = co_actor { (mailbox: CoMailbox<Int, Int>) in

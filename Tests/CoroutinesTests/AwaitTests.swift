@@ -8,12 +8,32 @@ import Testing
 @Suite struct AwaitTests {
   struct Failure: Error, Equatable {}
 
+  /// Work written on the main actor (here inside `CoroutineLoop.run`, whose body takes on the
+  /// test's isolation) is `@Sendable`, so a closure inside it runs on the other queue without
+  /// the main actor's isolation, and the coroutine comes back to its loop's thread.
+  @MainActor @Test func workWrittenOnTheMainActorRunsItsClosuresOnAnotherQueue() throws {
+    let home = threadID()
+    let (values, cameBack) = try CoroutineLoop.run { () -> ([Int], Bool) in
+      let values = try co_await(on: DispatchQueue(label: "AwaitTests.elsewhere")) {
+        () -> [Int] in
+        #expect(threadID() != home)
+        return [1, 2].map { $0 + 1 }
+      }
+      return (values, threadID() == home)
+    }
+    #expect(values == [2, 3])
+    #expect(cameBack)
+  }
+
   @Test func everySuspendingCallThrowsOutsideACoroutine() {
     let promise = CoPromise<Int>()
     #expect(throws: CoroutineError.notInCoroutine) { try co_await(promise) }
     #expect(throws: CoroutineError.notInCoroutine) { try promise.await() }
     #expect(throws: CoroutineError.notInCoroutine) {
       let _: Int = try co_await { done in done(.success(1)) }
+    }
+    #expect(throws: CoroutineError.notInCoroutine) {
+      let _: Int = try co_await { done in done(1, nil) }
     }
     #expect(throws: CoroutineError.notInCoroutine) {
       try co_await(on: DispatchQueue.global()) { 1 }
@@ -53,6 +73,80 @@ import Testing
       }
     }
     #expect(cleanedUp.load(ordering: .relaxed) == true)
+  }
+
+  @Test func aValueOrErrorCallbackIsAwaited() throws {
+    let value = try CoroutineLoop.run { () -> String in
+      try co_await { done in DispatchQueue.global().async { done("ok", nil) } }
+    }
+    #expect(value == "ok")
+    #expect(throws: Failure()) {
+      try CoroutineLoop.run { () -> Int in
+        try co_await { done in DispatchQueue.global().async { done(nil, Failure()) } }
+      }
+    }
+  }
+
+  @Test func aValueOrErrorCallbackGivenBothThrowsTheError() throws {
+    #expect(throws: Failure()) {
+      try CoroutineLoop.run { () -> Int in try co_await { done in done(1, Failure()) } }
+    }
+  }
+
+  @Test func aValueOrErrorCallbackGivenNeitherThrowsAClearError() throws {
+    #expect(throws: CoroutineError.neitherValueNorError) {
+      try CoroutineLoop.run { () -> Int in
+        try co_await { (done: @escaping @Sendable (Int?, (any Error)?) -> Void) in
+          done(nil, nil)
+        }
+      }
+    }
+  }
+
+  @Test func aValueOrErrorCallbackCalledTwiceCountsOnce() throws {
+    let values = try CoroutineLoop.run { () -> [Int] in
+      let first: Int = try co_await { done in
+        done(1, nil)
+        done(2, nil)
+        done(nil, Failure())
+      }
+      let second: Int = try co_await { done in DispatchQueue.global().async { done(3, nil) } }
+      return [first, second]
+    }
+    #expect(values == [1, 3])
+  }
+
+  @Test func aValueOrErrorCallbackDroppedUnwindsTheCoroutine() throws {
+    #expect(throws: CancellationError.self) {
+      try CoroutineLoop.run { () -> Int in
+        try co_await { (done: @escaping @Sendable (Int?, (any Error)?) -> Void) in
+          DispatchQueue.global().async { _ = done }
+        }
+      }
+    }
+  }
+
+  /// Both callback shapes side by side: each call picks its overload from how `done` is used,
+  /// whether it is called, passed on as a completion handler or called later on a queue.
+  @Test func bothCallbackShapesResolveFromHowTheCallbackIsUsed() throws {
+    let resultShaped: @Sendable (@escaping @Sendable (Result<Int, any Error>) -> Void) -> Void = {
+      completion in DispatchQueue.global().async { completion(.success(1)) }
+    }
+    let valueOrErrorShaped: @Sendable (@escaping @Sendable (Int?, (any Error)?) -> Void) -> Void = {
+      completion in DispatchQueue.global().async { completion(2, nil) }
+    }
+    let values = try CoroutineLoop.run { () -> [Int] in
+      let a: Int = try co_await { done in done(.success(3)) }
+      let b: Int = try co_await { done in done(4, nil) }
+      let c: Int = try co_await { done in resultShaped(done) }
+      let d: Int = try co_await { done in valueOrErrorShaped(done) }
+      let e: Int = try co_await(resultShaped)
+      let f: Int = try co_await(valueOrErrorShaped)
+      let g = try co_await { done in DispatchQueue.global().async { done(.success(5)) } }
+      let h = try co_await { done in DispatchQueue.global().async { done(6, nil) } }
+      return [a, b, c, d, e, f, g, h]
+    }
+    #expect(values == [3, 4, 1, 2, 1, 2, 5, 6])
   }
 
   @Test func awaitOnAnotherSchedulerRunsThereAndComesBack() throws {

@@ -31,6 +31,18 @@ final class LegacyClient: Sendable {
   func fetch(_ path: String, completion: @escaping @Sendable (Result<String, any Error>) -> Void) {
     queue.async { completion(.success("contents of \(path)")) }
   }
+  /// The `(value?, error?)` shape: bytes, or an error for a path that does not end in `.png`.
+  func download(
+    _ path: String, completion: @escaping @Sendable ([UInt8]?, (any Error)?) -> Void
+  ) {
+    queue.async {
+      if path.hasSuffix(".png") {
+        completion(Array(path.utf8), nil)
+      } else {
+        completion(nil, CoroutineError.validationFailed)
+      }
+    }
+  }
 }
 
 final class Spinner: Sendable {
@@ -73,6 +85,21 @@ struct Mirror {
     try CoroutineLoop.run {
       let body: String = try co_await { done in client.fetch("/feed", completion: done) }
       #expect(body == "contents of /feed")
+    }
+  }
+
+  @Test func wrapACallbackOfEitherShape() throws {
+    let client = LegacyClient()
+    try CoroutineLoop.run {
+      let icon: [UInt8] = try co_await { done in client.download("/icon.png", completion: done) }
+      let size: Int = try co_await { done in
+        client.download("/logo.png") { bytes, error in done(bytes?.count, error) }
+      }
+      #expect(icon == Array("/icon.png".utf8))
+      #expect(size == "/logo.png".utf8.count)
+      #expect(throws: CoroutineError.validationFailed) {
+        let _: [UInt8] = try co_await { done in client.download("/notes.txt", completion: done) }
+      }
     }
   }
 

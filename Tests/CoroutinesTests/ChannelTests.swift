@@ -329,7 +329,7 @@ import Testing
     // sample
     let jobs = CoChannel<Int>(capacity: 16)
     let lock = CoMutex()
-    var total = 0
+    nonisolated(unsafe) var total = 0  // every access holds lock
     try CoroutineLoop.run {
       let workers = (0..<4).map { index in
         co_launch(on: DispatchQueue(label: "worker \(index)")) {

@@ -108,7 +108,7 @@ func double(_ value: Int) async throws -> Int {
 
   @Test func asyncCodeAwaitsATask() async throws {
     let queue = DispatchQueue(label: "sum")
-    let sumFiles = { () throws -> Int in
+    let sumFiles = { @Sendable () throws -> Int in
       try co_delay(0)
       return 6
     }

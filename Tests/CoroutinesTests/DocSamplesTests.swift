@@ -17,6 +17,22 @@ private struct DocHTTP {
   }
 }
 
+// MARK: CoroutinesSchedulersAndLoop.md, "Sendable bodies"
+
+struct Mail: Sendable {
+  var isRead: Bool
+}
+
+@MainActor final class Inbox {
+  var title = "Inbox"
+
+  func countUnread(in mail: [Mail]) -> CoTask<Int> {
+    co_launch(on: DispatchQueue.global()) {
+      mail.filter { !$0.isRead }.count  // on a Dispatch thread, not the main actor
+    }
+  }
+}
+
 @Suite struct DocSamplesTests {
   @Test func landingPage() throws {
     let http = DocHTTP()
@@ -108,6 +124,14 @@ private struct DocHTTP {
       return try child.await() + ", " + elsewhere.await()
     }
     #expect(result == "on the loop, on the worker queue")
+  }
+
+  @MainActor @Test func sendableBodies() async throws {
+    let inbox = Inbox()
+    let unread = inbox.countUnread(in: [
+      Mail(isRead: false), Mail(isRead: true), Mail(isRead: false),
+    ])
+    #expect(try await unread.value == 2)
   }
 
   @Test func movingForAWhile() throws {

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 import Testing
 
@@ -6,6 +7,14 @@ import Testing
 
 @Suite struct GeneratorTests {
   // MARK: Inline generators
+
+  /// A scheduled generator's body written on the main actor runs its closures on its queue.
+  @MainActor @Test func aScheduledBodyWrittenOnTheMainActorRunsItsClosuresOnItsQueue() {
+    let numbers = co_sequence(on: DispatchQueue.global()) { (yield: CoYield<Int>) in
+      for n in [1, 2].map({ $0 * 10 }) { try yield(n) }
+    }
+    #expect(Array(numbers) == [10, 20])
+  }
 
   @Test func theBodyRunsOnlyAsFarAsTheValuesAskedFor() {
     let steps = ModelsCounter()

@@ -1,8 +1,24 @@
+import Foundation
 import Testing
 
 @testable import Coroutines
 
 @Suite struct LaunchTests {
+  /// A body written on the main actor and launched on a global queue is `@Sendable`, so it does
+  /// not take on the main actor's isolation: the closure inside it runs on the queue's thread
+  /// (a body that took it on would trap there, checking for the main actor).
+  @MainActor @Test func aBodyWrittenOnTheMainActorRunsItsClosuresOnAGlobalQueue() async throws {
+    let task = co_launch(on: DispatchQueue.global()) { () -> [Int] in
+      #expect(!Thread.isMainThread)
+      return [1, 2, 3].map { $0 * 2 }
+    }
+    #expect(try await task.value == [2, 4, 6])
+  }
+
+  @MainActor @Test func aBodyWrittenInAMainActorTypeRunsItsClosuresOnAGlobalQueue() async throws {
+    #expect(try await InboxScreen().loadTitle().value == "INBOX")
+  }
+
   @Test func aDetachedCoroutineIsNotWaitedForNorCancelledWithItsLauncher() throws {
     let size = TestStacks.uniqueSize()
     let gate = CoPromise<Void>()
@@ -58,5 +74,16 @@ import Testing
       connection.fulfill("request")
     }
     #expect(served.entries == ["request"])
+  }
+}
+
+/// A `@MainActor` type that launches work on a global queue: the body copies what it needs out
+/// of the main actor's state before it leaves.
+@MainActor private final class InboxScreen {
+  var title = "Inbox"
+
+  func loadTitle() -> CoTask<String> {
+    let title = self.title
+    return co_launch(on: DispatchQueue.global()) { [title].map { $0.uppercased() }[0] }
   }
 }

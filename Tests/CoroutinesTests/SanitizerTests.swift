@@ -14,10 +14,10 @@ import Testing
       var sum = 0
       var trail: [Int] = []
       for round in 0..<200 {
-        sum += try co_await(on: queue) { () -> Int in
-          trail.append(round)
-          return round
-        }
+        // The frame's state, read and written on each side of every hop.
+        let value = try co_await(on: queue) { () -> Int in round }
+        trail.append(value)
+        sum += value
       }
       return sum + trail.count
     }

@@ -23,7 +23,7 @@ actor API {
 
   @Test func fromAsyncCode() async throws {
     let queue = DispatchQueue(label: "files")
-    let sumFiles = { () throws -> Int in
+    let sumFiles = { @Sendable () throws -> Int in
       try co_delay(0)
       return 10
     }
@@ -35,7 +35,7 @@ actor API {
     let queue = DispatchQueue(label: "numbers")
     let started = CoPromise<Void>()
     let unwound = CoPromise<Void>()
-    let crunchNumbers = { () throws -> Int in
+    let crunchNumbers = { @Sendable () throws -> Int in
       started.fulfill(())
       defer { unwound.fulfill(()) }
       try co_delay(600)

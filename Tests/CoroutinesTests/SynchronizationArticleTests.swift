@@ -32,7 +32,7 @@ import Testing
   @Test func aMutex() throws {
     // sample
     let mutex = CoMutex()
-    var balance = 0
+    nonisolated(unsafe) var balance = 0  // every access holds mutex
     try CoroutineLoop.run {
       for _ in 0..<10 {
         co_launch(on: DispatchQueue.global()) {

@@ -3,7 +3,7 @@ import Coroutines
 import Foundation
 
 // `make bench`: every figure of ours beside a baseline measured in this same run, with the
-// target ratios from issue 6. Backend-dependent figures run in child processes.
+// target ratio each is judged by. Backend-dependent figures run in child processes.
 
 if try DeepChainFigures.runIfRequested() { exit(0) }
 if try Child.runIfRequested() { exit(0) }
@@ -29,7 +29,7 @@ if CommandLine.arguments.dropFirst().first == "group" {
 let backends = CoroutineBackend.allCases.filter(\.isAvailable)
 /// Child processes per timed figure, of which the fastest is kept: the same binary's
 /// `co_delay(0)` moved by a third from one process to the next, as this shared host's speed
-/// changes from minute to minute (see Performance.md, "The seventh session"). The bare baselines
+/// changes from minute to minute (see Performance.md, "How it is measured"). The bare baselines
 /// keep the best of eight stack placements, so our figures keep the best of several processes.
 let processesPerFigure = 3
 func perBackend(_ figure: String) throws -> [CoroutineBackend: [Double]] {

@@ -114,15 +114,66 @@ public func co_await<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> 
   }
 }
 
+/// Wraps a completion-handler API whose callback has the `(value?, error?)` shape, as many
+/// Foundation and Objective-C APIs do: calls `start` with a callback and suspends the coroutine
+/// until the callback is called. An error, when there is one, wins over a value; neither a value
+/// nor an error throws ``CoroutineError/neitherValueNorError``. The callback is `@Sendable`:
+/// call it from any thread. A callback called again is ignored; a callback dropped without
+/// being called unwinds the coroutine with `CancellationError`.
+///
+/// ```swift
+/// let data: Data = try co_await { done in
+///   session.load(url) { data, error in done(data, error) }
+/// }
+/// ```
+///
+/// - Throws: The error delivered to the callback; ``CoroutineError/neitherValueNorError`` when
+///   it delivered neither; `CancellationError` if the coroutine is cancelled while waiting;
+///   ``CoroutineError/notInCoroutine`` outside a coroutine.
+@_disfavoredOverload
+@inlinable @inline(__always)
+public func co_await<T>(_ start: (@escaping @Sendable (T?, (any Error)?) -> Void) -> Void)
+  throws -> T
+{
+  // Disfavoured: where both shapes fit (a callback only stored or dropped, never called), the
+  // `Result` form is chosen, as before this form existed, rather than an ambiguity error.
+  // Unretained, as in the `Result` form above.
+  try Coroutine.requireCurrentUnretained()._withUnsafeGuaranteedRef { coroutine in
+    try coroutine.suspend { resumer in
+      start { value, error in
+        if let error {
+          resumer.resume(.failure(error))
+        } else if let value {
+          resumer.resume(.success(value))
+        } else {
+          resumer.resume(.failure(CoroutineError.neitherValueNorError))
+        }
+      }
+    }
+  }
+}
+
 /// Runs `work` on `scheduler` and comes back: the coroutine itself moves there, runs `work`
 /// (which may suspend too) and returns to its own scheduler, even when `work` throws.
+///
+/// `work` is `@Sendable`, as it runs on another thread than the code that wrote it: Swift
+/// checks what it captures, and work written on the main actor does not take on its isolation
+/// (see "Sendable bodies" in <doc:CoroutinesSchedulersAndLoop>). Hand results back as its
+/// return value.
 ///
 /// - Throws: What `work` throws; `CancellationError` if the coroutine was cancelled before it
 ///   left; ``CoroutineError/sharedStackCannotMove`` for a coroutine on a shared stack (its stack
 ///   belongs to its loop); ``CoroutineError/notInCoroutine`` outside a coroutine.
-public func co_await<T>(on scheduler: any CoroutineScheduler, _ work: @escaping () throws -> T)
-  throws -> T
-{
+public func co_await<T>(
+  on scheduler: any CoroutineScheduler, _ work: @escaping @Sendable () throws -> T
+) throws -> T {
+  try hopping(to: scheduler, work)
+}
+
+/// `co_await(on:_:)` for the library's own callers, whose `work` may capture what their caller
+/// keeps using (``CoBound`` hops with an access to its value): the coroutine runs `work`
+/// itself and is back before this returns, so nothing runs concurrently with the caller.
+func hopping<T>(to scheduler: any CoroutineScheduler, _ work: () throws -> T) throws -> T {
   let coroutine = try Coroutine.requireCurrent()
   if coroutine.isCancelled { throw CancellationError() }
   let origin = coroutine.scheduler

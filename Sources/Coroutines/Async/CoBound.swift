@@ -113,7 +113,7 @@ public final class CoBound<Value>: @unchecked Sendable, CustomStringConvertible 
     _ work: () throws -> R
   ) throws -> R {
     if Coroutine.current != nil {
-      return try withoutActuallyEscaping(work) { try co_await(on: scheduler, $0) }
+      return try hopping(to: scheduler, work)
     }
     #if DEBUG
       if SchedulerIdentity.isCurrent(scheduler) == false {

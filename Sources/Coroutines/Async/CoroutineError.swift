@@ -35,6 +35,9 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
   /// A coroutine was launched on a ``CoroutineLoopGroup`` from outside it after
   /// ``CoroutineLoopGroup/shutdown()``: its body never ran.
   case schedulerShutDown
+  /// A callback of the `(value?, error?)` shape awaited with `co_await(_:)` was called with
+  /// neither a value nor an error.
+  case neitherValueNorError
 
   /// A sentence that names the problem and, where there is one, the limit behind it.
   public var description: String {
@@ -60,6 +63,8 @@ public enum CoroutineError: Error, Equatable, CustomStringConvertible {
       "CoCondition.wait(_:timeout:): the calling coroutine does not hold the mutex it passed"
     case .schedulerShutDown:
       "the coroutine was launched on a CoroutineLoopGroup after its shutdown(), so it never ran"
+    case .neitherValueNorError:
+      "the awaited callback was called with neither a value nor an error"
     }
   }
 }

@@ -14,12 +14,32 @@ extension CoFuture {
   /// - Parameters:
   ///   - work: The elements, one future each, in this order.
   ///   - limit: How many futures may be pending at once, 1 or more (1 runs them in series).
-  ///   - scheduler: Where `make` runs and the result is delivered; without one, the first
-  ///     futures are made on the calling thread and later ones on the thread that settled an
-  ///     earlier one.
+  ///   - scheduler: Where `make` runs and the result is delivered, `make` being `@Sendable`
+  ///     then; `nil`: as without one.
   ///   - make: Starts the work for one element. An error it throws rejects the result.
   public static func all<Work: Collection>(
-    _ work: Work, limit: Int = .max, on scheduler: (any CoroutineScheduler)? = nil,
+    _ work: Work, limit: Int = .max, on scheduler: (any CoroutineScheduler)?,
+    _ make: @escaping @Sendable (Work.Element) throws -> CoFuture<T>
+  ) -> CoFuture<[T]> {
+    pumped(work, limit: limit, on: scheduler, make)
+  }
+
+  /// ``all(_:limit:on:_:)`` without a scheduler: the first futures are made on the calling
+  /// thread and later ones on the thread that settled an earlier one.
+  ///
+  /// - Parameters:
+  ///   - work: The elements, one future each, in this order.
+  ///   - limit: How many futures may be pending at once, 1 or more (1 runs them in series).
+  ///   - make: Starts the work for one element. An error it throws rejects the result.
+  /// - Returns: The future of the values, in input order.
+  public static func all<Work: Collection>(
+    _ work: Work, limit: Int = .max, _ make: @escaping (Work.Element) throws -> CoFuture<T>
+  ) -> CoFuture<[T]> {
+    pumped(work, limit: limit, on: nil, make)
+  }
+
+  static func pumped<Work: Collection>(
+    _ work: Work, limit: Int, on scheduler: (any CoroutineScheduler)?,
     _ make: @escaping (Work.Element) throws -> CoFuture<T>
   ) -> CoFuture<[T]> {
     coPrecondition(limit >= 1, "CoFuture.all(_:limit:): limit is \(limit), must be >= 1")
@@ -35,11 +55,29 @@ extension CoFuture {
   /// ```swift
   /// let receipts = CoFuture.series(orders) { order in submit(order) }
   /// ```
+  ///
+  /// - Parameters:
+  ///   - work: The elements, one future each, in this order.
+  ///   - scheduler: As for ``all(_:limit:on:_:)``.
+  ///   - make: Starts the work for one element. An error it throws rejects the result.
+  /// - Returns: The future of the values, in input order.
   public static func series<Work: Collection>(
-    _ work: Work, on scheduler: (any CoroutineScheduler)? = nil,
-    _ make: @escaping (Work.Element) throws -> CoFuture<T>
+    _ work: Work, on scheduler: (any CoroutineScheduler)?,
+    _ make: @escaping @Sendable (Work.Element) throws -> CoFuture<T>
   ) -> CoFuture<[T]> {
-    all(work, limit: 1, on: scheduler, make)
+    pumped(work, limit: 1, on: scheduler, make)
+  }
+
+  /// ``series(_:on:_:)`` without a scheduler, as ``all(_:limit:_:)``.
+  ///
+  /// - Parameters:
+  ///   - work: The elements, one future each, in this order.
+  ///   - make: Starts the work for one element. An error it throws rejects the result.
+  /// - Returns: The future of the values, in input order.
+  public static func series<Work: Collection>(
+    _ work: Work, _ make: @escaping (Work.Element) throws -> CoFuture<T>
+  ) -> CoFuture<[T]> {
+    pumped(work, limit: 1, on: nil, make)
   }
 
   /// Folds the inputs' values, in input order, into one value once all are fulfilled;
@@ -52,15 +90,31 @@ extension CoFuture {
   /// - Parameters:
   ///   - futures: The inputs, folded in this order.
   ///   - initial: The value to start folding from.
-  ///   - scheduler: Where `combine` runs; without one, on the thread that settled the last
-  ///     input.
+  ///   - scheduler: Where `combine` runs, `combine` being `@Sendable` then; `nil`: as without
+  ///     one.
   ///   - combine: Folds one value into the accumulated one. An error it throws rejects the
   ///     result.
   public static func reduce<Accumulated>(
-    _ futures: [CoFuture<T>], _ initial: Accumulated, on scheduler: (any CoroutineScheduler)? = nil,
+    _ futures: [CoFuture<T>], _ initial: Accumulated, on scheduler: (any CoroutineScheduler)?,
+    _ combine: @escaping @Sendable (Accumulated, T) throws -> Accumulated
+  ) -> CoFuture<Accumulated> {
+    all(futures).mapped(on: scheduler) { values in try values.reduce(initial, combine) }
+  }
+
+  /// ``reduce(_:_:on:_:)`` without a scheduler: `combine` runs on the thread that settled the
+  /// last input.
+  ///
+  /// - Parameters:
+  ///   - futures: The inputs, folded in this order.
+  ///   - initial: The value to start folding from.
+  ///   - combine: Folds one value into the accumulated one. An error it throws rejects the
+  ///     result.
+  /// - Returns: The future of the folded value.
+  public static func reduce<Accumulated>(
+    _ futures: [CoFuture<T>], _ initial: Accumulated,
     _ combine: @escaping (Accumulated, T) throws -> Accumulated
   ) -> CoFuture<Accumulated> {
-    all(futures).map(on: scheduler) { values in try values.reduce(initial, combine) }
+    all(futures).mapped(on: nil) { values in try values.reduce(initial, combine) }
   }
 }
 

@@ -3,7 +3,9 @@
 /// Each takes an optional scheduler. Without one, its callback runs on the thread that settles
 /// the input, right after it settles (at once if it already has; right after the callback
 /// running, if the input was settled from inside one): nothing waits for a loop that may not be
-/// running, and a chain of any length settles or is cancelled in bounded stack. With one, the callback runs as a job on that scheduler. Cancelling the
+/// running, and a chain of any length settles or is cancelled in bounded stack. With one, the
+/// callback runs as a job on that scheduler, and is `@Sendable`, so Swift checks what it
+/// captures (see <doc:CoroutinesSchedulersAndLoop>). Cancelling the
 /// derived future cancels the input it waits for; an input that fails skips the callback and
 /// passes its error on.
 extension CoFuture {
@@ -13,8 +15,24 @@ extension CoFuture {
   /// ```swift
   /// let length = fetchName().map { $0.count }
   /// ```
+  public func map<U>(_ transform: @escaping (T) throws -> U) -> CoFuture<U> {
+    mapped(on: nil, transform)
+  }
+
+  /// ``map(_:)`` with `transform` run as a job on `scheduler`.
+  ///
+  /// - Parameters:
+  ///   - scheduler: Where `transform` runs; `nil` as for ``map(_:)``.
+  ///   - transform: Makes the new value; what it throws rejects the result.
+  /// - Returns: The future of the transformed value.
   public func map<U>(
-    on scheduler: (any CoroutineScheduler)? = nil, _ transform: @escaping (T) throws -> U
+    on scheduler: (any CoroutineScheduler)?, _ transform: @escaping @Sendable (T) throws -> U
+  ) -> CoFuture<U> {
+    mapped(on: scheduler, transform)
+  }
+
+  func mapped<U>(
+    on scheduler: (any CoroutineScheduler)?, _ transform: @escaping (T) throws -> U
   ) -> CoFuture<U> {
     derive(on: scheduler) { result, output in
       output.settle(Result { try transform(result.get()) })
@@ -23,8 +41,25 @@ extension CoFuture {
 
   /// A future of the future that `next` makes from this future's value (PromiseKit's `then`).
   /// Cancelling the result cancels whichever of the two it is waiting for.
+  public func flatMap<U>(_ next: @escaping (T) throws -> CoFuture<U>) -> CoFuture<U> {
+    flatMapped(on: nil, next)
+  }
+
+  /// ``flatMap(_:)`` with `next` run as a job on `scheduler`.
+  ///
+  /// - Parameters:
+  ///   - scheduler: Where `next` runs; `nil` as for ``flatMap(_:)``.
+  ///   - next: Makes the following future from the value.
+  /// - Returns: The future of the following future's outcome.
   public func flatMap<U>(
-    on scheduler: (any CoroutineScheduler)? = nil, _ next: @escaping (T) throws -> CoFuture<U>
+    on scheduler: (any CoroutineScheduler)?,
+    _ next: @escaping @Sendable (T) throws -> CoFuture<U>
+  ) -> CoFuture<U> {
+    flatMapped(on: scheduler, next)
+  }
+
+  func flatMapped<U>(
+    on scheduler: (any CoroutineScheduler)?, _ next: @escaping (T) throws -> CoFuture<U>
   ) -> CoFuture<U> {
     derive(on: scheduler) { result, output in
       do {
@@ -40,8 +75,25 @@ extension CoFuture {
   /// A future that turns this future's error into a value with `handler`; a value passes
   /// through, and so does `CancellationError`: cancellation is a request to stop, not a failure
   /// to paper over.
+  public func recover(_ handler: @escaping (any Error) throws -> T) -> CoFuture<T> {
+    recovered(on: nil, handler)
+  }
+
+  /// ``recover(_:)`` with `handler` run as a job on `scheduler`.
+  ///
+  /// - Parameters:
+  ///   - scheduler: Where `handler` runs; `nil` as for ``recover(_:)``.
+  ///   - handler: Turns the error into a value, or throws.
+  /// - Returns: The future of the value or the recovered one.
   public func recover(
-    on scheduler: (any CoroutineScheduler)? = nil, _ handler: @escaping (any Error) throws -> T
+    on scheduler: (any CoroutineScheduler)?,
+    _ handler: @escaping @Sendable (any Error) throws -> T
+  ) -> CoFuture<T> {
+    recovered(on: scheduler, handler)
+  }
+
+  func recovered(
+    on scheduler: (any CoroutineScheduler)?, _ handler: @escaping (any Error) throws -> T
   ) -> CoFuture<T> {
     derive(on: scheduler) { result, output in
       switch result {
@@ -56,9 +108,25 @@ extension CoFuture {
   /// A future with this future's outcome that first runs `body`, whatever the outcome
   /// (PromiseKit's `ensure`). `body` runs exactly once: when this future settles, or when the
   /// returned future is cancelled before that.
+  public func always(_ body: @escaping () -> Void) -> CoFuture<T> {
+    finally(on: nil, body)
+  }
+
+  /// ``always(_:)`` with `body` run as a job on `scheduler`.
+  ///
+  /// - Parameters:
+  ///   - scheduler: Where `body` runs; `nil` as for ``always(_:)``.
+  ///   - body: Runs once, whatever the outcome.
+  /// - Returns: A future with this future's outcome.
   public func always(
-    on scheduler: (any CoroutineScheduler)? = nil, _ body: @escaping () -> Void
+    on scheduler: (any CoroutineScheduler)?, _ body: @escaping @Sendable () -> Void
   ) -> CoFuture<T> {
+    finally(on: scheduler, body)
+  }
+
+  func finally(on scheduler: (any CoroutineScheduler)?, _ body: @escaping () -> Void)
+    -> CoFuture<T>
+  {
     let once = Once()
     let output = derive(on: scheduler) { result, output in
       if once.claim() { body() }
@@ -70,8 +138,24 @@ extension CoFuture {
 
   /// A future of this future's value if `predicate` accepts it; rejected with
   /// ``CoroutineError/validationFailed`` if it returns false, or with what it throws.
+  public func validate(_ predicate: @escaping (T) throws -> Bool) -> CoFuture<T> {
+    validated(on: nil, predicate)
+  }
+
+  /// ``validate(_:)`` with `predicate` run as a job on `scheduler`.
+  ///
+  /// - Parameters:
+  ///   - scheduler: Where `predicate` runs; `nil` as for ``validate(_:)``.
+  ///   - predicate: Accepts the value, or refuses it by returning false or throwing.
+  /// - Returns: The future of the accepted value.
   public func validate(
-    on scheduler: (any CoroutineScheduler)? = nil, _ predicate: @escaping (T) throws -> Bool
+    on scheduler: (any CoroutineScheduler)?, _ predicate: @escaping @Sendable (T) throws -> Bool
+  ) -> CoFuture<T> {
+    validated(on: scheduler, predicate)
+  }
+
+  func validated(
+    on scheduler: (any CoroutineScheduler)?, _ predicate: @escaping (T) throws -> Bool
   ) -> CoFuture<T> {
     derive(on: scheduler) { result, output in
       output.settle(

@@ -15,12 +15,32 @@ extension CoFuture {
   ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
   ///   - delay: Seconds to wait between attempts, on the same clock as ``timeout(_:on:)``; NaN
   ///     stops with a message.
-  ///   - scheduler: Where `make` runs; without one, the first attempt is made on the calling
-  ///     thread and later ones on the thread that rejected the previous attempt (or that ran
-  ///     the delay's timer).
+  ///   - scheduler: Where `make` runs, `make` being `@Sendable` then; `nil`: as without one.
   ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
   public static func retry(
-    _ attempts: Int, delay: Double = 0, on scheduler: (any CoroutineScheduler)? = nil,
+    _ attempts: Int, delay: Double = 0, on scheduler: (any CoroutineScheduler)?,
+    _ make: @escaping @Sendable () throws -> CoFuture<T>
+  ) -> CoFuture<T> {
+    retrying(attempts, delay: delay, on: scheduler, make)
+  }
+
+  /// ``retry(_:delay:on:_:)`` without a scheduler: the first attempt is made on the calling
+  /// thread and later ones on the thread that rejected the previous attempt (or that ran the
+  /// delay's timer).
+  ///
+  /// - Parameters:
+  ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
+  ///   - delay: Seconds to wait between attempts; NaN stops with a message.
+  ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
+  /// - Returns: The future of the first attempt that succeeds.
+  public static func retry(
+    _ attempts: Int, delay: Double = 0, _ make: @escaping () throws -> CoFuture<T>
+  ) -> CoFuture<T> {
+    retrying(attempts, delay: delay, on: nil, make)
+  }
+
+  static func retrying(
+    _ attempts: Int, delay: Double, on scheduler: (any CoroutineScheduler)?,
     _ make: @escaping () throws -> CoFuture<T>
   ) -> CoFuture<T> {
     coPrecondition(attempts >= 1, "CoFuture.retry(_:delay:): attempts is \(attempts), must be >= 1")

@@ -22,16 +22,68 @@ import CUContext
 ///
 /// The coroutine's stack is dedicated unless ``CoroutineStack/defaultMode`` says shared; see
 /// ``co_launch(on:name:stackSize:stack:_:)`` to choose per launch.
+///
+/// `body` is `@Sendable`: it may run on another thread than the code that wrote it, so Swift
+/// checks what it captures, and a body written in `main.swift` or a `@MainActor` type does not
+/// take on the main actor's isolation (see "Sendable bodies" in
+/// <doc:CoroutinesSchedulersAndLoop>). ``co_launch(name:stackSize:_:)``, without a scheduler,
+/// takes any closure, as it runs where its launcher's code runs.
 @discardableResult
 @inlinable  // specialised for the caller's T: unspecialised, each launch looked up generic metadata
 public func co_launch<T>(
-  on scheduler: (any CoroutineScheduler)? = nil,
+  on scheduler: (any CoroutineScheduler)?,
+  name: String? = nil,
+  stackSize: Int? = nil,
+  _ body: @escaping @Sendable () throws -> T
+) -> CoTask<T> {
+  launchCoroutine(
+    on: scheduler, name: name, stackSize: stackSize, stack: nil, detached: false, body)
+}
+
+/// Starts a stackful coroutine running `body` on the default scheduler and returns its task:
+/// inside a coroutine, that coroutine's scheduler; outside, the loop the calling thread is
+/// running (a ``CoroutineLoop`` or a ``CoroutineTestLoop``), else ``CoroutineLoop/main``.
+///
+/// The same as ``co_launch(on:name:stackSize:_:)`` otherwise, except that `body` may capture
+/// anything: it runs where its launcher's code runs.
+///
+/// - Parameters:
+///   - name: A name for diagnostics.
+///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``.
+///   - body: The coroutine's code.
+/// - Returns: The task: await it, observe it, or cancel it.
+@discardableResult
+@inlinable
+public func co_launch<T>(
   name: String? = nil,
   stackSize: Int? = nil,
   _ body: @escaping () throws -> T
 ) -> CoTask<T> {
-  launchCoroutine(
-    on: scheduler, name: name, stackSize: stackSize, stack: nil, detached: false, body)
+  launchCoroutine(on: nil, name: name, stackSize: stackSize, stack: nil, detached: false, body)
+}
+
+/// Starts a stackful coroutine on a test loop: the same as ``co_launch(on:name:stackSize:_:)``,
+/// except that `body` may capture anything. A ``CoroutineTestLoop`` runs its jobs on the thread
+/// that calls ``CoroutineTestLoop/advance(by:)`` or ``CoroutineTestLoop/runUntilIdle()``, the
+/// test's own, so coroutines launched on it may share the test's non-Sendable objects, as
+/// coroutines launched without a scheduler share their launcher's.
+///
+/// - Parameters:
+///   - loop: The test loop that runs the coroutine.
+///   - name: A name for diagnostics.
+///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``.
+///   - body: The coroutine's code.
+/// - Returns: The task: await it, observe it, or cancel it.
+@_documentation(visibility: internal)  // one entry in the docs, and no ambiguous links
+@discardableResult
+@inlinable
+public func co_launch<T>(
+  on loop: CoroutineTestLoop,
+  name: String? = nil,
+  stackSize: Int? = nil,
+  _ body: @escaping () throws -> T
+) -> CoTask<T> {
+  launchCoroutine(on: loop, name: name, stackSize: stackSize, stack: nil, detached: false, body)
 }
 
 /// Starts a stackful coroutine running `body` on the stack `stack` asks for, and returns its
@@ -55,14 +107,34 @@ public func co_launch<T>(
 @discardableResult
 @inlinable
 public func co_launch<T>(
-  on scheduler: (any CoroutineScheduler)? = nil,
+  on scheduler: (any CoroutineScheduler)?,
+  name: String? = nil,
+  stackSize: Int? = nil,
+  stack: CoroutineStack.Mode,
+  _ body: @escaping @Sendable () throws -> T
+) -> CoTask<T> {
+  launchCoroutine(
+    on: scheduler, name: name, stackSize: stackSize, stack: stack, detached: false, body)
+}
+
+/// Starts a stackful coroutine on the default scheduler, on the stack `stack` asks for; as
+/// ``co_launch(on:name:stackSize:stack:_:)`` otherwise, with a body that may capture anything.
+///
+/// - Parameters:
+///   - name: A name for diagnostics.
+///   - stackSize: As for ``co_launch(on:name:stackSize:stack:_:)``.
+///   - stack: As for ``co_launch(on:name:stackSize:stack:_:)``.
+///   - body: The coroutine's code.
+/// - Returns: The task: await it, observe it, or cancel it.
+@discardableResult
+@inlinable
+public func co_launch<T>(
   name: String? = nil,
   stackSize: Int? = nil,
   stack: CoroutineStack.Mode,
   _ body: @escaping () throws -> T
 ) -> CoTask<T> {
-  launchCoroutine(
-    on: scheduler, name: name, stackSize: stackSize, stack: stack, detached: false, body)
+  launchCoroutine(on: nil, name: name, stackSize: stackSize, stack: stack, detached: false, body)
 }
 
 /// Starts a stackful coroutine, detached from the coroutine that launches it if `detached`.
@@ -90,7 +162,31 @@ public func co_launch<T>(
 @discardableResult
 @inlinable
 public func co_launch<T>(
-  on scheduler: (any CoroutineScheduler)? = nil,
+  on scheduler: (any CoroutineScheduler)?,
+  name: String? = nil,
+  stackSize: Int? = nil,
+  stack: CoroutineStack.Mode? = nil,
+  detached: Bool,
+  _ body: @escaping @Sendable () throws -> T
+) -> CoTask<T> {
+  launchCoroutine(
+    on: scheduler, name: name, stackSize: stackSize, stack: stack, detached: detached, body)
+}
+
+/// Starts a stackful coroutine on the default scheduler, detached from the coroutine that
+/// launches it if `detached`; as ``co_launch(on:name:stackSize:stack:detached:_:)`` otherwise,
+/// with a body that may capture anything.
+///
+/// - Parameters:
+///   - name: A name for diagnostics.
+///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``.
+///   - stack: As for ``co_launch(on:name:stackSize:stack:detached:_:)``.
+///   - detached: True to launch it detached.
+///   - body: The coroutine's code.
+/// - Returns: The task: await it, observe it, or cancel it.
+@discardableResult
+@inlinable
+public func co_launch<T>(
   name: String? = nil,
   stackSize: Int? = nil,
   stack: CoroutineStack.Mode? = nil,
@@ -98,7 +194,7 @@ public func co_launch<T>(
   _ body: @escaping () throws -> T
 ) -> CoTask<T> {
   launchCoroutine(
-    on: scheduler, name: name, stackSize: stackSize, stack: stack, detached: detached, body)
+    on: nil, name: name, stackSize: stackSize, stack: stack, detached: detached, body)
 }
 
 /// Every form of `co_launch`; `stack == nil` follows ``CoroutineStack/defaultMode``.

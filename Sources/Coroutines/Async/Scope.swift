@@ -113,14 +113,37 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
     insert(.action(action))
   }
 
-  /// Launches a coroutine that belongs to this scope, not to the coroutine calling this; see
-  /// ``co_launch(on:name:stackSize:stack:detached:_:)``.
+  /// Launches a coroutine on `scheduler` that belongs to this scope, not to the coroutine
+  /// calling this; see ``co_launch(on:name:stackSize:stack:detached:_:)``. `body` is `@Sendable`,
+  /// as there: it may run on another thread.
+  ///
+  /// - Parameters:
+  ///   - scheduler: Where the coroutine runs and resumes.
+  ///   - name: A name for diagnostics.
+  ///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``.
+  ///   - body: The coroutine's code.
+  /// - Returns: The task, which is also in the scope.
   @discardableResult
   public func launch<T>(
-    on scheduler: (any CoroutineScheduler)? = nil, name: String? = nil, stackSize: Int? = nil,
-    _ body: @escaping () throws -> T
+    on scheduler: (any CoroutineScheduler)?, name: String? = nil, stackSize: Int? = nil,
+    _ body: @escaping @Sendable () throws -> T
   ) -> CoTask<T> {
     add(co_launch(on: scheduler, name: name, stackSize: stackSize, detached: true, body))
+  }
+
+  /// Launches a coroutine on the default scheduler (as ``co_launch(name:stackSize:_:)`` chooses
+  /// it) that belongs to this scope, not to the coroutine calling this.
+  ///
+  /// - Parameters:
+  ///   - name: A name for diagnostics.
+  ///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``.
+  ///   - body: The coroutine's code.
+  /// - Returns: The task, which is also in the scope.
+  @discardableResult
+  public func launch<T>(
+    name: String? = nil, stackSize: Int? = nil, _ body: @escaping () throws -> T
+  ) -> CoTask<T> {
+    add(co_launch(name: name, stackSize: stackSize, detached: true, body))
   }
 
   /// Gives the scope a deadline: `seconds` from now it is cancelled, with everything in it. The

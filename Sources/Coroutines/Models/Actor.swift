@@ -27,21 +27,51 @@
 ///   unanswered, reject with ``CoroutineError/actorStopped``. None is dropped silently.
 ///
 /// - Parameters:
-///   - scheduler: Where the actor runs; by default as for ``co_launch(on:name:stackSize:_:)``.
+///   - scheduler: Where the actor runs; `nil` as for ``co_launch(on:name:stackSize:_:)``. The
+///     body is `@Sendable`, as it runs on another thread than the code that wrote it (see
+///     "Sendable bodies" in <doc:CoroutinesSchedulersAndLoop>); ``co_actor(name:stackSize:_:)``,
+///     on the default scheduler, takes any closure.
 ///     A live actor is a long-lived coroutine: give it its own scheduler (a `DispatchQueue`)
 ///     when the loop that would run it must be able to finish, or stop it first.
 ///   - name: A name for diagnostics.
 ///   - stackSize: The actor's stack size in bytes; see ``co_launch(on:name:stackSize:_:)``.
 ///   - body: The actor: usually one `for message in mailbox` loop.
 public func co_actor<Message, Reply>(
-  on scheduler: (any CoroutineScheduler)? = nil,
+  on scheduler: (any CoroutineScheduler)?,
+  name: String? = nil,
+  stackSize: Int? = nil,
+  _ body: @escaping @Sendable (_ mailbox: CoMailbox<Message, Reply>) throws -> Void
+) -> CoActor<Message, Reply> {
+  makeActor(on: scheduler, name: name, stackSize: stackSize, body)
+}
+
+/// Starts an actor on the default scheduler (as ``co_launch(name:stackSize:_:)`` chooses it):
+/// as ``co_actor(on:name:stackSize:_:)``, with a body that may capture anything, since it runs
+/// where its launcher's code runs.
+///
+/// - Parameters:
+///   - name: A name for diagnostics.
+///   - stackSize: The actor's stack size in bytes; see ``co_launch(on:name:stackSize:_:)``.
+///   - body: The actor: usually one `for message in mailbox` loop.
+/// - Returns: The actor's handle.
+public func co_actor<Message, Reply>(
   name: String? = nil,
   stackSize: Int? = nil,
   _ body: @escaping (_ mailbox: CoMailbox<Message, Reply>) throws -> Void
 ) -> CoActor<Message, Reply> {
+  makeActor(on: nil, name: name, stackSize: stackSize, body)
+}
+
+/// Both forms of `co_actor`.
+func makeActor<Message, Reply>(
+  on scheduler: (any CoroutineScheduler)?, name: String?, stackSize: Int?,
+  _ body: @escaping (_ mailbox: CoMailbox<Message, Reply>) throws -> Void
+) -> CoActor<Message, Reply> {
   let mailbox = CoMailbox<Message, Reply>()
   // Detached: the actor lives as long as its handle, not as long as the coroutine making it.
-  let task = co_launch(on: scheduler, name: name, stackSize: stackSize, detached: true) {
+  let task = launchCoroutine(
+    on: scheduler, name: name, stackSize: stackSize, stack: nil, detached: true
+  ) {
     defer { mailbox.shut() }
     while true {
       do {

@@ -14,11 +14,11 @@ import CUContext
 /// loops and recursion.
 ///
 /// - Parameters:
-///   - scheduler: Where the producer runs. `nil` (the default) makes an *inline* generator: the
-///     body runs on the thread that calls `next()`, switching stacks, so `for x in generator`
-///     works anywhere, in plain code or in a coroutine. With a scheduler the body runs there;
-///     `next()` from a coroutine suspends that coroutine until a value is yielded, and from
-///     plain code blocks the thread.
+///   - scheduler: Where the producer runs; `next()` from a coroutine suspends that coroutine
+///     until a value is yielded, and from plain code blocks the thread. The body is
+///     `@Sendable`, as it runs on another thread than the code that wrote it (see "Sendable
+///     bodies" in <doc:CoroutinesSchedulersAndLoop>). `nil` makes an inline generator, as
+///     ``co_sequence(name:stackSize:_:)`` does.
 ///   - name: A name for diagnostics.
 ///   - stackSize: The producer's stack size in bytes; see ``co_launch(on:name:stackSize:_:)``.
 ///   - body: The producer. It hands each value to the consumer with `try yield(value)`; it
@@ -35,16 +35,32 @@ import CUContext
 /// then waits for it like any awaited work, suspending the consuming coroutine, or blocking
 /// the thread in plain code. See <doc:Generators> for the details.
 public func co_sequence<T>(
-  on scheduler: (any CoroutineScheduler)? = nil,
+  on scheduler: (any CoroutineScheduler)?,
+  name: String? = nil,
+  stackSize: Int? = nil,
+  _ body: @escaping @Sendable (_ yield: CoYield<T>) throws -> Void
+) -> CoGenerator<T> {
+  guard let scheduler else { return co_sequence(name: name, stackSize: stackSize, body) }
+  if let stackSize { CoroutineStack.validate(stackSize, in: "co_sequence(stackSize:)") }
+  return CoGenerator(
+    engine: ScheduledGenerator(on: scheduler, name: name, stackSize: stackSize, body: body))
+}
+
+/// Makes an inline generator: its body runs on the caller's thread, as far as the values asked
+/// for; as ``co_sequence(on:name:stackSize:_:)`` otherwise, with a body that may capture
+/// anything.
+///
+/// - Parameters:
+///   - name: A name for diagnostics.
+///   - stackSize: The producer's stack size in bytes; see ``co_launch(on:name:stackSize:_:)``.
+///   - body: The producer: it hands over each value with `try yield(value)`.
+/// - Returns: The generator: a `Sequence` that is its own iterator.
+public func co_sequence<T>(
   name: String? = nil,
   stackSize: Int? = nil,
   _ body: @escaping (_ yield: CoYield<T>) throws -> Void
 ) -> CoGenerator<T> {
   if let stackSize { CoroutineStack.validate(stackSize, in: "co_sequence(stackSize:)") }
-  if let scheduler {
-    return CoGenerator(
-      engine: ScheduledGenerator(on: scheduler, name: name, stackSize: stackSize, body: body))
-  }
   let size = stackSize ?? CoroutineStack.defaultSize
   let page = cu_page_size()
   let rounded = (size + page - 1) / page * page

@@ -482,7 +482,10 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   ///   - body: The program's top-level coroutine.
   public static func run<T>(stackSize: Int? = nil, _ body: @escaping () throws -> T) throws -> T {
     let loop = Thread.isMainThread && !main.isRunning ? main : CoroutineLoop()
-    let task = co_launch(on: loop, name: "CoroutineLoop.run", stackSize: stackSize, body)
+    // The body runs on this thread, so it may capture anything (`co_launch(on:)` asks for a
+    // `@Sendable` body, which may run elsewhere).
+    let task = launchCoroutine(
+      on: loop, name: "CoroutineLoop.run", stackSize: stackSize, stack: nil, detached: false, body)
     loop.run()
     guard let result = task.result else {
       coStop("CoroutineLoop.run: the loop went idle before its body finished")

@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// ```swift
 /// let mutex = CoMutex()
-/// var balance = 0
+/// nonisolated(unsafe) var balance = 0  // every access holds mutex
 /// try CoroutineLoop.run {
 ///   for _ in 0..<10 {
 ///     co_launch(on: DispatchQueue.global()) {
