@@ -27,13 +27,7 @@ extension CoFuture {
     on scheduler: (any CoroutineScheduler)? = nil, _ next: @escaping (T) throws -> CoFuture<U>
   ) -> CoFuture<U> {
     derive(on: scheduler) { result, output in
-      do {
-        let following = try next(result.get())
-        output.link(following)
-        following.whenComplete { output.settle($0) }
-      } catch {
-        output.settle(.failure(error))
-      }
+      output.follow { try next(result.get()) }
     }
   }
 
