@@ -15,7 +15,8 @@
 /// ```
 ///
 /// - Capacity `0` makes a rendezvous: `send` waits until a receiver takes the value.
-///   Capacity `n` buffers up to `n` values; `.max` never fills.
+///   Capacity `n` buffers up to `n` values; `.max` never fills. ``conflated()`` keeps only
+///   the latest value, so its `send` never waits either.
 /// - ``close()`` keeps what is buffered: receivers drain it, then `receive` throws
 ///   ``CoroutineError/channelClosed`` and `for value in channel` ends. Senders still waiting
 ///   when the channel closes throw ``CoroutineError/channelClosed``: their values were never
@@ -40,7 +41,13 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
     storage = ChannelStorage(capacity: capacity)
   }
 
-  /// How many values the channel buffers: `0` for a rendezvous, `.max` when unbounded.
+  /// A channel over `storage` (a conflated one, say).
+  init(storage: ChannelStorage<T>) {
+    self.storage = storage
+  }
+
+  /// How many values the channel buffers: `0` for a rendezvous, `.max` when unbounded, `1`
+  /// for a conflated channel.
   public var capacity: Int { storage.capacity }
 
   /// Sends `value`, suspending the coroutine while the channel is full (for a rendezvous

@@ -12,14 +12,18 @@
 @usableFromInline
 struct ChannelStateMachine<T> {
   @usableFromInline let capacity: Int
+  /// A full buffer drops its oldest value for a new one instead of refusing it (a conflated
+  /// channel: capacity 1, keeping the latest value).
+  @usableFromInline let dropsOldest: Bool
   @usableFromInline var buffer = FIFO<T>()
   @usableFromInline var senders = WaiterQueue<SendWaiter<T>>()
   @usableFromInline var receivers = WaiterQueue<ReceiveWaiter<T>>()
   @usableFromInline var isClosed = false
 
   @usableFromInline
-  init(capacity: Int) {
+  init(capacity: Int, dropsOldest: Bool = false) {
     self.capacity = capacity
+    self.dropsOldest = dropsOldest
   }
 
   @usableFromInline
@@ -53,7 +57,13 @@ struct ChannelStateMachine<T> {
         return .sent(claimed)
       }
     }
-    guard buffer.count < capacity else { return .full }
+    guard buffer.count < capacity else {
+      guard dropsOldest else { return .full }
+      // No sender waits on a channel that never fills: the buffer only replaces its value.
+      _ = buffer.popFirst()
+      buffer.append(value)
+      return .sent(nil)
+    }
     buffer.append(value)
     return .sent(nil)
   }

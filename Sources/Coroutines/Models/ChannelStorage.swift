@@ -10,11 +10,13 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
   // decides, then the lock is dropped before anyone waits or is woken).
   @usableFromInline @exclusivity(unchecked) var state: ChannelStateMachine<T>
 
-  init(capacity: Int) {
-    state = ChannelStateMachine(capacity: capacity)
+  init(capacity: Int, dropsOldest: Bool = false) {
+    state = ChannelStateMachine(capacity: capacity, dropsOldest: dropsOldest)
   }
 
   var capacity: Int { state.capacity }
+
+  var dropsOldest: Bool { state.dropsOldest }
 
   // MARK: Operations that may wait
 
