@@ -38,6 +38,9 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     case .closed:
       lock.unlock()
       throw CoroutineError.channelClosed
+    case .cancelled:
+      lock.unlock()
+      throw CancellationError()
     case .full:
       break
     }
@@ -65,6 +68,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     switch waiter.pointee.outcome {
     case .delivered: return
     case .closed: throw CoroutineError.channelClosed
+    case .cancelled: throw CancellationError()
     case nil:
       // Only cancellation ends the wait without an outcome; a receiver that claimed first
       // would have written one, so the value was not taken.
@@ -86,6 +90,9 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     case .closed:
       lock.unlock()
       throw CoroutineError.channelClosed
+    case .cancelled:
+      lock.unlock()
+      throw CancellationError()
     case .empty:
       break
     }
@@ -115,6 +122,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     switch waiter.pointee.outcome {
     case .value(let value): return value
     case .closed: throw CoroutineError.channelClosed
+    case .cancelled: throw CancellationError()
     case nil:
       remove(waiter)
       throw CancellationError()
@@ -144,7 +152,15 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     for claimed in woken { claimed.wake() }
   }
 
+  func cancel() {
+    let (woken, dropped) = lock.withLock { state.cancel() }
+    withExtendedLifetime(dropped) {}  // released here, outside the lock
+    for claimed in woken { claimed.wake() }
+  }
+
   var isClosed: Bool { lock.withLock { state.isClosed } }
+
+  var isCancelled: Bool { lock.withLock { state.isCancelled } }
 
   var count: Int { lock.withLock { state.buffer.count } }
 
