@@ -18,7 +18,9 @@ import Testing
   }
 
   /// The Models sources whose doc comments carry samples.
-  static let sources = ["Actor", "Channel", "ChannelConflated", "Generator", "Select", "Tuple"]
+  static let sources = [
+    "Actor", "Channel", "ChannelConflated", "ChannelFutures", "Generator", "Select", "Tuple",
+  ]
 
   static func samples(in article: String) throws -> [[String]] {
     let url = root.appendingPathComponent("Docs/Coroutines.docc/Articles/\(article).md")
