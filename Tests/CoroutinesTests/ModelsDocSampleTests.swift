@@ -19,7 +19,8 @@ import Testing
 
   /// The Models sources whose doc comments carry samples.
   static let sources = [
-    "Actor", "Channel", "ChannelConflated", "ChannelFutures", "Generator", "Select", "Tuple",
+    "Actor", "Channel", "ChannelConflated", "ChannelFutures", "ChannelViews", "Generator",
+    "Select", "Tuple",
   ]
 
   static func samples(in article: String) throws -> [[String]] {

@@ -67,6 +67,31 @@ public final class CoSelect<R> {
     cases.append(SelectSend(storage: channel.storage, value: value, handler: handler))
   }
 
+  /// Receives a value through `receiver` (transformed, if it was made by
+  /// `Receiver.map(_:)`) and passes it to `handler`. If the channel is closed and
+  /// drained, `co_select` throws ``CoroutineError/channelClosed``.
+  public func receive<T>(
+    from receiver: CoChannel<T>.Receiver, _ handler: @escaping (T) throws -> R
+  ) {
+    cases.append(receiver.source.selectCase(onClosed: nil, handler: handler))
+  }
+
+  /// Receives a value through `receiver` and passes it to `handler`; runs `onClosed` instead
+  /// once the channel is closed and drained.
+  public func receive<T>(
+    from receiver: CoChannel<T>.Receiver, onClosed: @escaping () throws -> R,
+    _ handler: @escaping (T) throws -> R
+  ) {
+    cases.append(receiver.source.selectCase(onClosed: onClosed, handler: handler))
+  }
+
+  /// Sends `value` through `sender`, then runs `handler`; as for a channel.
+  public func send<T>(
+    _ value: T, to sender: CoChannel<T>.Sender, _ handler: @escaping () throws -> R
+  ) {
+    send(value, to: sender.channel, handler)
+  }
+
   /// Runs `handler` if no case can complete within `seconds` on the selecting coroutine's
   /// scheduler's clock (virtual time on a test loop). At most one per select, and not
   /// together with a default case.
