@@ -1,12 +1,14 @@
 import Synchronization
 
-/// Waits on several channel operations at once and runs the handler of the one that completes.
+/// Waits on several channel operations (and futures) at once and runs the handler of the one
+/// that completes.
 ///
 /// ```swift
 /// let message: String = try co_select { select in
 ///   select.receive(from: numbers) { number in "number \(number)" }
 ///   select.receive(from: words) { word in "word \(word)" }
 ///   select.send(42, to: answers) { "sent the answer" }
+///   select.await(lookup) { name in "looked up \(name)" }
 ///   select.timeout(0.5) { "nothing within half a second" }
 /// }
 /// ```
@@ -90,6 +92,18 @@ public final class CoSelect<R> {
     _ value: T, to sender: CoChannel<T>.Sender, _ handler: @escaping () throws -> R
   ) {
     send(value, to: sender.channel, handler)
+  }
+
+  /// Waits for `future` and passes its value to `handler`; if the future is rejected,
+  /// `co_select` throws its error. A future that settles while another case wins is left
+  /// alone: it is neither cancelled nor counted as observed.
+  ///
+  /// A select that waits leaves a small callback on a pending future, which the future
+  /// releases when it settles: a loop that selects many times over one future that stays
+  /// pending for long (a shutdown signal, say) keeps one per turn; there, close a channel
+  /// when the future settles and receive from it instead.
+  public func await<T>(_ future: CoFuture<T>, _ handler: @escaping (T) throws -> R) {
+    cases.append(SelectFuture(future: future, handler: handler))
   }
 
   /// Runs `handler` if no case can complete within `seconds` on the selecting coroutine's
