@@ -48,10 +48,12 @@ public struct CoroutineHandle: Hashable, Sendable, CustomStringConvertible {
     return "coroutine \(name.map { "\"\($0)\"" } ?? "(unnamed)") 0x\(address)"
   }
 
+  /// True when both handles name the same coroutine.
   public static func == (left: CoroutineHandle, right: CoroutineHandle) -> Bool {
     left.coroutine === right.coroutine
   }
 
+  /// Hashes the coroutine's identity.
   public func hash(into hasher: inout Hasher) {
     hasher.combine(id)
   }
