@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 
 @testable import Coroutines
@@ -123,6 +124,23 @@ import Testing
       }
     }
     #expect(outcome == "got 6")
+  }
+
+  @Test func viewsGoToCoroutinesOnOtherThreads() throws {
+    let queue = DispatchQueue(label: "views.consumer")
+    let total = try CoroutineLoop.run { () -> Int in
+      let channel = CoChannel<Int>(capacity: 4)
+      let receiver = channel.receiver.map { $0 * 2 }
+      let sender = channel.sender
+      let consumer = co_launch(on: queue) { receiver.reduce(0, +) }
+      let producer: @Sendable () throws -> Void = {
+        for value in 1...4 { try sender.send(value) }
+        sender.close()
+      }
+      try producer()
+      return try co_await(consumer)
+    }
+    #expect(total == 20)
   }
 
   // MARK: doc-comment samples

@@ -1,6 +1,8 @@
 /// Where a ``CoChannel/Receiver`` takes its values from: a channel, or another source through
 /// a transform (`Receiver.map(_:)`). Abstract: the two subclasses below.
-class ChannelSource<T>: @unchecked Sendable {  // immutable; the channel synchronises itself
+// Unchecked: immutable; the channel synchronises itself, and a transform runs on whichever
+// thread receives, like an operator's callback on the thread that settles its future.
+class ChannelSource<T>: @unchecked Sendable {
   /// The channel underneath every transform.
   var channel: AnyChannel { fatalError("abstract") }
   func receive() throws -> T { fatalError("abstract") }

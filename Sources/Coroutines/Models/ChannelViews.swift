@@ -16,7 +16,7 @@ extension CoChannel {
   ///
   /// A receiver made by `map(_:)` receives from the same channel and transforms each value
   /// as it is taken; it neither buffers nor runs ahead.
-  public struct Receiver: Sequence {
+  public struct Receiver: Sequence, Sendable {
     let source: ChannelSource<T>
 
     /// Receives the next value, suspending the coroutine while the channel is empty; see
