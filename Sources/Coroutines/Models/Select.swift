@@ -98,10 +98,10 @@ public final class CoSelect<R> {
   /// `co_select` throws its error. A future that settles while another case wins is left
   /// alone: it is neither cancelled nor counted as observed.
   ///
-  /// A select that waits leaves a small callback on a pending future, which the future
-  /// releases when it settles: a loop that selects many times over one future that stays
-  /// pending for long (a shutdown signal, say) keeps one per turn; there, close a channel
-  /// when the future settles and receive from it instead.
+  /// A select that waits leaves a small waiter on a pending future (as `co_await` does),
+  /// which the future releases when it settles: a loop that selects many times over one
+  /// future that stays pending for long (a shutdown signal, say) keeps one per turn; there,
+  /// close a channel when the future settles and receive from it instead.
   public func await<T>(_ future: CoFuture<T>, _ handler: @escaping (T) throws -> R) {
     cases.append(SelectFuture(future: future, handler: handler))
   }

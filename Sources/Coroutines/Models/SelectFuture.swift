@@ -1,40 +1,40 @@
-import Synchronization
-
-/// `await(_:)` in a select: a case won by a future's settling rather than by a channel.
+/// `await(_:_:)` in a select: a case won by a future's settling rather than by a channel.
 ///
 /// It has a lock of its own, so that the select takes it with the channels' locks; nobody
-/// else takes it. Its waiter is a callback on the future, which claims the selecting
-/// coroutine's wait like a channel operation would, and does nothing once the case is gone or
-/// the wait was won by something else.
-final class SelectFuture<T, Result>: SelectCase, @unchecked Sendable {
-  // `won` is atomic; the rest is immutable, or touched only by the selecting coroutine.
+/// else takes it. Its waiter is a ``CoroutineResumer`` on the future, as for `co_await`: it
+/// claims the selecting coroutine's wait like a channel operation would (doing nothing once
+/// another case won it), and is told at once when the future settles, never left for a
+/// callback running on the selecting coroutine to finish.
+final class SelectFuture<T, Result>: SelectCase {
   let lock = ChannelLock()
   private let future: CoFuture<T>
   private let handler: (T) throws -> Result
-  private let won = Atomic<Bool>(false)
-  private var immediate = false
+  /// Where the resumer writes the outcome when it wins; read by the selecting coroutine after
+  /// it woke. On the heap: the select's frame may be on a shared stack.
+  private let slot = UnsafeMutablePointer<Swift.Result<T, any Error>?>.allocate(capacity: 1)
 
   init(future: CoFuture<T>, handler: @escaping (T) throws -> Result) {
     self.future = future
     self.handler = handler
+    slot.initialize(to: nil)
+  }
+
+  deinit {
+    // The resumer writes only after winning the select's wait, which ended before now.
+    slot.deinitialize(count: 1).deallocate()
   }
 
   func attempt() -> ClaimedWait?? {
-    guard future.isSettled else { return nil }
-    immediate = true
-    return .some(nil)
+    future.isSettled ? .some(nil) : nil
   }
 
   func register(coroutine: Coroutine, generation: UInt64) {
-    future.whenSettled { [weak self, weak coroutine] _ in
-      // Once the select has returned, its case is gone, and the coroutine's wait with it.
-      guard let self, let coroutine, coroutine.claim(generation) else { return }
-      self.won.store(true, ordering: .releasing)
-      coroutine.wake()
-    }
+    let resumer = CoroutineResumer(coroutine: coroutine, generation: generation, slot: slot)
+    // Not counted as observing: only the case that wins reads the outcome.
+    future.observe(.resumer(resumer), marking: false)
   }
 
-  var hasWon: Bool { won.load(ordering: .acquiring) }
+  var hasWon: Bool { slot.pointee != nil }
 
   func unregister() {}
 
