@@ -184,6 +184,92 @@ import Testing
     }
   }
 
+  @Test func cancellingDropsTheBufferAndWakesWaitingReceiversWithCancellation() throws {
+    let outcomes = try CoroutineLoop.run { () -> [String] in
+      let buffered = CoChannel<Int>(capacity: 4)
+      try buffered.send(1)
+      try buffered.send(2)
+      buffered.cancel()
+      #expect(buffered.count == 0)
+      #expect(buffered.tryReceive() == nil)
+      #expect(!buffered.trySend(3))
+      #expect(buffered.isCancelled && buffered.isClosed)
+      let empty = CoChannel<Int>()
+      let receivers = (0..<2).map { _ in
+        co_launch { () -> String in
+          do { return "\(try empty.receive())" } catch { return "\(type(of: error))" }
+        }
+      }
+      try co_delay(0)
+      empty.cancel()
+      return try receivers.map { try co_await($0) }
+    }
+    #expect(outcomes == ["CancellationError", "CancellationError"])
+  }
+
+  @Test func cancellingWakesWaitingSendersAndLaterCallsThrowCancellation() throws {
+    try CoroutineLoop.run { () throws -> Void in
+      let channel = CoChannel<Int>()
+      let sender = co_launch { try channel.send(1) }
+      try co_delay(0)
+      channel.cancel()
+      #expect(throws: CancellationError.self) { try co_await(sender) }
+      #expect(throws: CancellationError.self) { try channel.send(2) }
+      #expect(throws: CancellationError.self) { try channel.receive() }
+      var iterated = 0
+      for _ in channel { iterated += 1 }
+      #expect(iterated == 0)
+    }
+  }
+
+  @Test func closeDrainsButCancelDropsWhatAClosedChannelStillBuffers() throws {
+    let (drained, afterCancel) = try CoroutineLoop.run { () -> (Int?, Int?) in
+      let closed = CoChannel<Int>(capacity: 2)
+      try closed.send(1)
+      closed.close()
+      let drained = closed.tryReceive()
+      let cancelled = CoChannel<Int>(capacity: 2)
+      try cancelled.send(1)
+      cancelled.close()
+      cancelled.cancel()
+      #expect(throws: CancellationError.self) { try cancelled.receive() }
+      return (drained, cancelled.tryReceive())
+    }
+    #expect(drained == 1)
+    #expect(afterCancel == nil)
+  }
+
+  @Test func cancellingReleasesTheDroppedValues() {
+    weak var dropped: ModelsBox?
+    let channel = CoChannel<ModelsBox>(capacity: 1)
+    do {
+      let box = ModelsBox()
+      dropped = box
+      channel.trySend(box)
+    }
+    #expect(dropped != nil)
+    channel.cancel()
+    #expect(dropped == nil)
+    channel.cancel()
+  }
+
+  @Test func aSelectOnACancelledChannelThrowsCancellation() throws {
+    try CoroutineLoop.run { () throws -> Void in
+      let channel = CoChannel<Int>()
+      let selecting = co_launch { () -> String in
+        try co_select { select in
+          select.receive(from: channel, onClosed: { "closed" }) { "\($0)" }
+        }
+      }
+      try co_delay(0)
+      channel.cancel()
+      #expect(throws: CancellationError.self) { try co_await(selecting) }
+      #expect(throws: CancellationError.self) {
+        try co_select { select in select.send(1, to: channel) { "sent" } }
+      }
+    }
+  }
+
   @Test func sendAndReceiveNeedACoroutine() {
     let channel = CoChannel<Int>(capacity: 1)
     #expect(throws: CoroutineError.notInCoroutine) { try channel.send(1) }
@@ -345,3 +431,6 @@ import Testing
     #expect(total == 5050)
   }
 }
+
+/// A reference whose release a test can watch.
+final class ModelsBox: Sendable {}

@@ -10,6 +10,7 @@ import Testing
   /// The Async sources whose doc comments carry samples.
   static let sources = [
     "AwaitTimeout", "Concurrency", "FutureCollection", "FutureCombinators", "FutureOperators",
+    "FutureResultOperators", "Backoff", "FutureFold",
     "FutureRetry", "FutureTiming", "FutureZip", "Launch", "Scope", "UnhandledErrors",
   ]
 

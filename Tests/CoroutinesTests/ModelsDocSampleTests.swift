@@ -18,7 +18,10 @@ import Testing
   }
 
   /// The Models sources whose doc comments carry samples.
-  static let sources = ["Actor", "Channel", "Generator", "Select", "Tuple"]
+  static let sources = [
+    "Actor", "Channel", "ChannelConflated", "ChannelFutures", "ChannelViews", "Generator",
+    "Select", "Tuple",
+  ]
 
   static func samples(in article: String) throws -> [[String]] {
     let url = root.appendingPathComponent("Docs/Coroutines.docc/Articles/\(article).md")
@@ -30,6 +33,7 @@ import Testing
     let url = root.appendingPathComponent("Sources/Coroutines/Models/\(source).swift")
     let comments = try String(contentsOf: url, encoding: .utf8)
       .split(separator: "\n", omittingEmptySubsequences: false)
+      .map { $0.drop(while: { $0 == " " }) }
       .filter { $0.hasPrefix("///") }
       .map { $0.hasPrefix("/// ") ? $0.dropFirst(4) : $0.dropFirst(3) }
     return samples(inMarkdown: comments.joined(separator: "\n"))

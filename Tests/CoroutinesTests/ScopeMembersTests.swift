@@ -64,6 +64,50 @@ import Testing
     #expect(after == .actorStopped)
   }
 
+  @Test func closedChannelsStoppedActorsAndFinishedGeneratorsLeaveTheScope() {
+    let loop = CoroutineTestLoop()
+    let scope = CoScope()
+    let channel = scope.add(CoChannel<Int>())
+    let actor = scope.add(
+      co_actor(on: loop) { (mailbox: CoMailbox<Int, Int>) in
+        for message in mailbox { message.reply(message.value) }
+      })
+    let numbers = scope.add(co_sequence { (yield: CoYield<Int>) in try yield(1) })
+    #expect(scope.count == 3)
+    channel.close()
+    #expect(scope.count == 2)
+    actor.stop()
+    loop.runUntilIdle()
+    #expect(scope.count == 1)
+    #expect(Array(numbers) == [1])
+    #expect(scope.count == 0)
+    scope.cancel()
+  }
+
+  @Test func aMillionShortLivedChannelsActorsAndGeneratorsKeepTheScopeSmall() {
+    let loop = CoroutineTestLoop()
+    let scope = CoScope()
+    let kept = scope.add(CoChannel<Int>())
+    var largest = 0
+    for index in 0..<1_000_000 {
+      switch index % 100 {
+      case 0:
+        scope.add(co_actor(on: loop) { (mailbox: CoMailbox<Int, Int>) in for _ in mailbox {} })
+        loop.runUntilIdle()
+      case 1:
+        let numbers = scope.add(co_sequence { (yield: CoYield<Int>) in try yield(index) })
+        _ = numbers.next()
+      default:
+        scope.add(CoChannel<Int>(capacity: 1))
+      }
+      largest = max(largest, scope.storedCount)
+    }
+    #expect(largest <= 64)
+    #expect(scope.count == 1)
+    scope.cancel()
+    #expect(kept.isClosed)
+  }
+
   @Test func channelsAndActorsAreHeldWeakly() {
     let scope = CoScope()
     weak var weakChannel: CoChannel<Int>?

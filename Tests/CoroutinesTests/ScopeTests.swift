@@ -91,6 +91,44 @@ import Testing
     scope.cancel()
   }
 
+  @Test func releasedObjectsLeaveTheCount() {
+    final class Work: CoCancellable { func cancel() {} }
+    let scope = CoScope()
+    for _ in 0..<1000 { scope.add(Work()) }
+    #expect(scope.count == 0)
+    let kept = scope.add(Work())
+    #expect(scope.count == 1)
+    withExtendedLifetime(kept) {}
+  }
+
+  @Test func aLongLivedScopeStaysSmallUnderAMillionShortLivedMembers() {
+    let scope = CoScope()
+    let kept = (0..<10).map { _ in scope.add(Resource()) }
+    var largest = 0
+    for index in 0..<1_000_000 {
+      if index.isMultiple(of: 2) {
+        scope.add(Resource())
+      } else {
+        scope.add(CoPromise<Int>()).fulfill(index)
+      }
+      largest = max(largest, scope.storedCount)
+    }
+    #expect(largest <= 64)
+    #expect(scope.count == kept.count)
+    scope.cancel()
+    #expect(kept.allSatisfy { $0.cancels.value == 1 })
+  }
+
+  @Test func actionsStayUntilTheScopeEnds() {
+    let scope = CoScope()
+    let actions = Counter()
+    for _ in 0..<100 { scope.onCancel { actions.increment() } }
+    #expect(scope.count == 100)
+    scope.cancel()
+    #expect(actions.value == 100)
+    #expect(scope.count == 0)
+  }
+
   @Test func aScopesCoroutinesOutliveTheirLauncherAndDieWithTheScope() throws {
     let size = TestStacks.uniqueSize()
     let unwound = Counter()

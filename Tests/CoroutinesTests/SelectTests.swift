@@ -359,12 +359,14 @@ import Testing
       let numbers = CoChannel<Int>()
       let words = CoChannel<String>(capacity: 1)
       let answers = CoChannel<Int>()
+      let lookup = CoPromise<String>()
       try words.send("hi")
       // sample
       let message: String = try co_select { select in
         select.receive(from: numbers) { number in "number \(number)" }
         select.receive(from: words) { word in "word \(word)" }
         select.send(42, to: answers) { "sent the answer" }
+        select.await(lookup) { name in "looked up \(name)" }
         select.timeout(0.5) { "nothing within half a second" }
       }
       // end

@@ -28,6 +28,12 @@ struct StopMessageTests {
       role: "retryNoAttempts", message: "CoFuture.retry(_:delay:): attempts is 0, must be >= 1"),
     Misuse(role: "retryDelayIsNaN", message: "CoFuture.retry(_:delay:): the delay is NaN"),
     Misuse(
+      role: "backoffJitterOutOfRange",
+      message: "CoBackoff.exponential: jitter is 2.0, must be in 0...1"),
+    Misuse(
+      role: "backoffMultiplierBelowOne",
+      message: "CoBackoff.exponential: multiplier is 0.5, must be 1 or more"),
+    Misuse(
       role: "selectWithoutCases",
       message: "co_select: no cases were added, so it would wait forever"
     ),

@@ -20,6 +20,8 @@ let misuses: [String: () throws -> Void] = [
   "scopeTimeoutIsNaN": { _ = CoScope(timeout: .nan) },
   "retryNoAttempts": { _ = CoFuture<Int>.retry(0) { CoPromise<Int>() } },
   "retryDelayIsNaN": { _ = CoFuture<Int>.retry(3, delay: .nan) { CoPromise<Int>() } },
+  "backoffJitterOutOfRange": { _ = CoBackoff.exponential(initial: 1, jitter: 2) },
+  "backoffMultiplierBelowOne": { _ = CoBackoff.exponential(initial: 1, multiplier: 0.5) },
   "selectWithoutCases": {
     try CoroutineLoop.run { _ = try co_select { (_: CoSelect<Int>) in } }
   },

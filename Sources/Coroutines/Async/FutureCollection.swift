@@ -11,6 +11,10 @@ extension CoFuture {
   /// let pages = CoFuture.all(urls, limit: 4) { url in fetchPage(url) }
   /// ```
   ///
+  /// This is how to bound concurrency: a future's work is already under way once the future
+  /// exists, so `all` takes the work and starts each future only when a slot frees up. (Hydra's
+  /// `all(_:concurrency:)` gets the same from promises whose bodies run only once observed.)
+  ///
   /// - Parameters:
   ///   - work: The elements, one future each, in this order.
   ///   - limit: How many futures may be pending at once, 1 or more (1 runs them in series).

@@ -62,13 +62,7 @@ extension CoFuture {
     on scheduler: (any CoroutineScheduler)?, _ next: @escaping (T) throws -> CoFuture<U>
   ) -> CoFuture<U> {
     derive(on: scheduler) { result, output in
-      do {
-        let following = try next(result.get())
-        output.link(following)
-        following.whenComplete { output.settle($0) }
-      } catch {
-        output.settle(.failure(error))
-      }
+      output.follow { try next(result.get()) }
     }
   }
 

@@ -34,7 +34,10 @@ extension CoFuture: CoCancellable {}
 ///
 /// - Futures and tasks are held until they settle, then dropped; a task added to a scope keeps
 ///   running if nothing else holds it.
-/// - Other cancellables are held weakly: one that is gone by then needs no cancelling.
+/// - Other cancellables are held weakly: one that is gone by then needs no cancelling. A
+///   released object leaves the scope, and so do a closed channel, a stopped actor and a
+///   finished generator, so a long-lived scope given many short-lived members stays small
+///   (see ``count``).
 /// - Anything added to a scope that is already cancelled is cancelled at once.
 /// - Members are cancelled in the order they were added, on the thread that cancels the scope:
 ///   the caller of ``cancel()``, the thread that releases the scope, or the deadline's timer.
@@ -45,15 +48,30 @@ extension CoFuture: CoCancellable {}
 /// the coroutine that launched them: they outlive it, and its task does not wait for them.
 public final class CoScope: @unchecked Sendable {  // all mutable state is behind `mutex`
   private enum Member {
-    case future(CoCancellable)
+    /// A future or task, held until it settles (it then removes itself).
+    case future(any ScopeMember)
+    /// A channel, actor or generator, held weakly.
+    case member(WeakScopeMember)
+    /// Any other cancellable object, held weakly.
     case object(WeakCancellable)
     case action(@Sendable () -> Void)
 
     func cancel() {
       switch self {
-      case .future(let future): future.cancel()
+      case .future(let future): future.endForScope()
+      case .member(let reference): reference.member?.endForScope()
       case .object(let reference): reference.object?.cancel()
       case .action(let action): action()
+      }
+    }
+
+    /// True once the scope has nothing left to do with it: released, or ended on its own.
+    var hasLeft: Bool {
+      switch self {
+      case .future(let future): return future.hasEndedForScope
+      case .member(let reference): return reference.member?.hasEndedForScope ?? true
+      case .object(let reference): return reference.object == nil
+      case .action: return false
       }
     }
   }
@@ -61,6 +79,11 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
   private let mutex = Mutex<Void>(())
   private var members: [Int: Member] = [:]
   private var nextKey = 0
+  /// How many stored members make the next insert sweep out the ones that left: twice those
+  /// that stayed at the last sweep, so sweeping costs O(1) per insert, amortised, and the
+  /// storage never holds more than about twice the live members.
+  private var sweepAt = CoScope.minimumSweep
+  private static let minimumSweep = 32
   private var cancelled = false
   private var deadline: (any CoroutineTimer)?
 
@@ -81,8 +104,18 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
   /// True once the scope was cancelled (by ``cancel()`` or its deadline).
   public var isCancelled: Bool { mutex.withLock { _ in cancelled } }
 
-  /// Members still held: pending futures and tasks, live objects and actions.
-  public var count: Int { mutex.withLock { _ in members.count } }
+  /// How many members the scope would cancel now: pending futures and tasks, objects still
+  /// alive, channels still open, actors not stopped, generators not finished, and actions.
+  /// A member that settles, finishes or is released leaves the scope on its own.
+  public var count: Int {
+    mutex.withLock { _ in
+      sweepLocked()
+      return members.count
+    }
+  }
+
+  /// Entries in the scope's storage, including members that left since the last sweep.
+  var storedCount: Int { mutex.withLock { _ in members.count } }
 
   /// Adds a future or task: it is cancelled with the scope unless it settles first.
   @discardableResult
@@ -100,15 +133,25 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
     return task
   }
 
-  /// Adds any cancellable object, held weakly.
+  /// Adds any cancellable object, held weakly: it leaves the scope once released (a
+  /// generator also once it has finished).
   @discardableResult
   public func add<Item: CoCancellable>(_ item: Item) -> Item {
-    insert(.object(WeakCancellable(item)))
+    if let member = item as? any ScopeMember {
+      insert(.member(WeakScopeMember(member)))
+    } else {
+      insert(.object(WeakCancellable(item)))
+    }
     return item
   }
 
+  /// Adds a channel, actor or generator, held weakly.
+  func insertWeakly(_ member: any ScopeMember) {
+    insert(.member(WeakScopeMember(member)))
+  }
+
   /// Adds an action that runs when the scope is cancelled or released (at once if it already
-  /// was): closing a channel, say. It runs on the thread that cancels the scope.
+  /// was). It runs on the thread that cancels the scope, and counts as a member until then.
   public func onCancel(_ action: @escaping @Sendable () -> Void) {
     insert(.action(action))
   }
@@ -189,10 +232,18 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
       if cancelled { return nil }
       nextKey += 1
       members[nextKey] = member
+      if members.count >= sweepAt { sweepLocked() }
       return nextKey
     }
     if key == nil { member.cancel() }
     return key
+  }
+
+  /// Drops the members that left (inside `mutex`). A new dictionary rather than removals in
+  /// place, so that its storage shrinks with it.
+  private func sweepLocked() {
+    members = members.filter { !$0.value.hasLeft }
+    sweepAt = max(CoScope.minimumSweep, members.count * 2)
   }
 
   private func remove(_ key: Int) {
@@ -203,6 +254,11 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
 private final class WeakCancellable {
   weak var object: (any CoCancellable)?
   init(_ object: any CoCancellable) { self.object = object }
+}
+
+private final class WeakScopeMember {
+  weak var member: (any ScopeMember)?
+  init(_ member: any ScopeMember) { self.member = member }
 }
 
 extension CoFuture {

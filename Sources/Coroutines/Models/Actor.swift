@@ -126,4 +126,7 @@ public final class CoActor<Message, Reply>: @unchecked Sendable {
 
   /// True once the actor has ended and its coroutine has left its stack.
   public var isFinished: Bool { task.isSettled }
+
+  /// True once the actor was stopped or has ended: it takes no more messages.
+  var isStopped: Bool { mailbox.channel.isClosed }
 }

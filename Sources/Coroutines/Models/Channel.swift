@@ -15,11 +15,14 @@
 /// ```
 ///
 /// - Capacity `0` makes a rendezvous: `send` waits until a receiver takes the value.
-///   Capacity `n` buffers up to `n` values; `.max` never fills.
+///   Capacity `n` buffers up to `n` values; `.max` never fills. ``conflated()`` keeps only
+///   the latest value, so its `send` never waits either.
 /// - ``close()`` keeps what is buffered: receivers drain it, then `receive` throws
 ///   ``CoroutineError/channelClosed`` and `for value in channel` ends. Senders still waiting
 ///   when the channel closes throw ``CoroutineError/channelClosed``: their values were never
 ///   sent. Nothing sent successfully is lost.
+/// - ``cancel()`` is the abrupt end: it drops what is buffered, and everyone waiting, and
+///   every later `send` or `receive`, throws `CancellationError`.
 /// - A waiting sender or receiver whose coroutine is cancelled throws `CancellationError`,
 ///   and its value is neither delivered nor duplicated. If the value was taken a moment before
 ///   the cancellation arrived, the operation completes instead, so nothing is lost.
@@ -40,15 +43,22 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
     storage = ChannelStorage(capacity: capacity)
   }
 
-  /// How many values the channel buffers: `0` for a rendezvous, `.max` when unbounded.
+  /// A channel over `storage` (a conflated one, say).
+  init(storage: ChannelStorage<T>) {
+    self.storage = storage
+  }
+
+  /// How many values the channel buffers: `0` for a rendezvous, `.max` when unbounded, `1`
+  /// for a conflated channel.
   public var capacity: Int { storage.capacity }
 
   /// Sends `value`, suspending the coroutine while the channel is full (for a rendezvous
   /// channel: until a receiver takes it).
   ///
   /// - Throws: ``CoroutineError/channelClosed`` if the channel is closed, or closes while
-  ///   waiting (the value was not sent); `CancellationError` if the coroutine is cancelled
-  ///   (the value was not sent); ``CoroutineError/notInCoroutine`` outside a coroutine.
+  ///   waiting (the value was not sent); `CancellationError` if the coroutine or the channel
+  ///   is cancelled (the value was not sent); ``CoroutineError/notInCoroutine`` outside a
+  ///   coroutine.
   @inlinable @inline(__always)
   public func send(_ value: T) throws {
     try storage.send(value)
@@ -57,7 +67,7 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
   /// Receives the oldest value, suspending the coroutine while the channel is empty.
   ///
   /// - Throws: ``CoroutineError/channelClosed`` once the channel is closed and drained;
-  ///   `CancellationError` if the coroutine is cancelled (no value was taken);
+  ///   `CancellationError` if the coroutine or the channel is cancelled (no value was taken);
   ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
   @inlinable @inline(__always)
   public func receive() throws -> T {
@@ -86,8 +96,21 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
     storage.close()
   }
 
-  /// True once ``close()`` has been called (buffered values may still be waiting).
+  /// Cancels the channel: unlike ``close()``, which lets receivers drain what is buffered,
+  /// it drops the buffered values, and every waiting sender and receiver throws
+  /// `CancellationError`. So do later sends and receives; ``trySend(_:)`` returns false and
+  /// ``tryReceive()`` nil. A closed channel can still be cancelled, to drop what it buffers.
+  /// Cancelling again does nothing.
+  public func cancel() {
+    storage.cancel()
+  }
+
+  /// True once ``close()`` or ``cancel()`` has been called (after `close()`, buffered values
+  /// may still be waiting).
   public var isClosed: Bool { storage.isClosed }
+
+  /// True once ``cancel()`` has been called.
+  public var isCancelled: Bool { storage.isCancelled }
 
   /// How many values are buffered right now (a snapshot: other threads may change it).
   public var count: Int { storage.count }

@@ -12,14 +12,20 @@
 @usableFromInline
 struct ChannelStateMachine<T> {
   @usableFromInline let capacity: Int
+  /// A full buffer drops its oldest value for a new one instead of refusing it (a conflated
+  /// channel: capacity 1, keeping the latest value).
+  @usableFromInline let dropsOldest: Bool
   @usableFromInline var buffer = FIFO<T>()
   @usableFromInline var senders = WaiterQueue<SendWaiter<T>>()
   @usableFromInline var receivers = WaiterQueue<ReceiveWaiter<T>>()
   @usableFromInline var isClosed = false
+  /// Cancelled: closed, with the buffer dropped; every operation fails with cancellation.
+  @usableFromInline var isCancelled = false
 
   @usableFromInline
-  init(capacity: Int) {
+  init(capacity: Int, dropsOldest: Bool = false) {
     self.capacity = capacity
+    self.dropsOldest = dropsOldest
   }
 
   @usableFromInline
@@ -28,6 +34,8 @@ struct ChannelStateMachine<T> {
     case sent(ClaimedWait?)
     /// The channel is closed; the value was not taken.
     case closed
+    /// The channel was cancelled; the value was not taken.
+    case cancelled
     /// The buffer is full and no receiver waits.
     case full
   }
@@ -39,6 +47,8 @@ struct ChannelStateMachine<T> {
     case value(T, ClaimedWait?)
     /// The channel is closed and drained.
     case closed
+    /// The channel was cancelled.
+    case cancelled
     /// Nothing to receive yet.
     case empty
   }
@@ -46,14 +56,20 @@ struct ChannelStateMachine<T> {
   /// Offers `value` without waiting.
   @inlinable
   mutating func send(_ value: T) -> SendDecision {
-    if isClosed { return .closed }
+    if isClosed { return isCancelled ? .cancelled : .closed }
     while let receiver = receivers.popFirst() {
       if let claimed = claimWait(receiver.pointee.coroutine, receiver.pointee.generation) {
         receiver.pointee.outcome = .value(value)
         return .sent(claimed)
       }
     }
-    guard buffer.count < capacity else { return .full }
+    guard buffer.count < capacity else {
+      guard dropsOldest else { return .full }
+      // No sender waits on a channel that never fills: the buffer only replaces its value.
+      _ = buffer.popFirst()
+      buffer.append(value)
+      return .sent(nil)
+    }
     buffer.append(value)
     return .sent(nil)
   }
@@ -71,7 +87,8 @@ struct ChannelStateMachine<T> {
         return .value(sender.pointee.value, claimed)
       }
     }
-    return isClosed ? .closed : .empty
+    guard isClosed else { return .empty }
+    return isCancelled ? .cancelled : .closed
   }
 
   /// Moves the first live waiting sender's value into the room a receive just made.
@@ -116,16 +133,36 @@ struct ChannelStateMachine<T> {
   mutating func close() -> [ClaimedWait] {
     guard !isClosed else { return [] }
     isClosed = true
+    return endWaits(receivers: .closed, senders: .closed)
+  }
+
+  /// Cancels the channel: drops the buffer, closes it (if it was not), and tells every waiter
+  /// it was cancelled. Returns the waiters to wake, and the dropped values, to be released
+  /// outside the lock.
+  mutating func cancel() -> (woken: [ClaimedWait], dropped: FIFO<T>) {
+    guard !isCancelled else { return ([], FIFO()) }
+    isClosed = true
+    isCancelled = true
+    let dropped = buffer
+    buffer = FIFO()
+    return (endWaits(receivers: .cancelled, senders: .cancelled), dropped)
+  }
+
+  /// Ends every wait with the given outcomes; returns the waiters to wake.
+  private mutating func endWaits(
+    receivers receiverOutcome: ReceiveWaiter<T>.Outcome,
+    senders senderOutcome: SendWaiter<T>.Outcome
+  ) -> [ClaimedWait] {
     var woken: [ClaimedWait] = []
     for receiver in receivers.removeAll() {
       if let claimed = claimWait(receiver.pointee.coroutine, receiver.pointee.generation) {
-        receiver.pointee.outcome = .closed
+        receiver.pointee.outcome = receiverOutcome
         woken.append(claimed)
       }
     }
     for sender in senders.removeAll() {
       if let claimed = claimWait(sender.pointee.coroutine, sender.pointee.generation) {
-        sender.pointee.outcome = .closed
+        sender.pointee.outcome = senderOutcome
         woken.append(claimed)
       }
     }

@@ -10,11 +10,13 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
   // decides, then the lock is dropped before anyone waits or is woken).
   @usableFromInline @exclusivity(unchecked) var state: ChannelStateMachine<T>
 
-  init(capacity: Int) {
-    state = ChannelStateMachine(capacity: capacity)
+  init(capacity: Int, dropsOldest: Bool = false) {
+    state = ChannelStateMachine(capacity: capacity, dropsOldest: dropsOldest)
   }
 
   var capacity: Int { state.capacity }
+
+  var dropsOldest: Bool { state.dropsOldest }
 
   // MARK: Operations that may wait
 
@@ -36,6 +38,9 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     case .closed:
       lock.unlock()
       throw CoroutineError.channelClosed
+    case .cancelled:
+      lock.unlock()
+      throw CancellationError()
     case .full:
       break
     }
@@ -63,6 +68,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     switch waiter.pointee.outcome {
     case .delivered: return
     case .closed: throw CoroutineError.channelClosed
+    case .cancelled: throw CancellationError()
     case nil:
       // Only cancellation ends the wait without an outcome; a receiver that claimed first
       // would have written one, so the value was not taken.
@@ -84,6 +90,9 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     case .closed:
       lock.unlock()
       throw CoroutineError.channelClosed
+    case .cancelled:
+      lock.unlock()
+      throw CancellationError()
     case .empty:
       break
     }
@@ -113,6 +122,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     switch waiter.pointee.outcome {
     case .value(let value): return value
     case .closed: throw CoroutineError.channelClosed
+    case .cancelled: throw CancellationError()
     case nil:
       remove(waiter)
       throw CancellationError()
@@ -142,7 +152,15 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     for claimed in woken { claimed.wake() }
   }
 
+  func cancel() {
+    let (woken, dropped) = lock.withLock { state.cancel() }
+    withExtendedLifetime(dropped) {}  // released here, outside the lock
+    for claimed in woken { claimed.wake() }
+  }
+
   var isClosed: Bool { lock.withLock { state.isClosed } }
+
+  var isCancelled: Bool { lock.withLock { state.isCancelled } }
 
   var count: Int { lock.withLock { state.buffer.count } }
 

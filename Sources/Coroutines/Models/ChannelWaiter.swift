@@ -22,6 +22,7 @@ struct ReceiveWaiter<T>: QueuedWaiter {
   enum Outcome {
     case value(T)
     case closed
+    case cancelled
   }
 
   @usableFromInline let coroutine: Unmanaged<Coroutine>
@@ -46,6 +47,7 @@ struct SendWaiter<T>: QueuedWaiter {
   enum Outcome {
     case delivered
     case closed
+    case cancelled
   }
 
   @usableFromInline let coroutine: Unmanaged<Coroutine>

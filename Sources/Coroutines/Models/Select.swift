@@ -1,12 +1,14 @@
 import Synchronization
 
-/// Waits on several channel operations at once and runs the handler of the one that completes.
+/// Waits on several channel operations (and futures) at once and runs the handler of the one
+/// that completes.
 ///
 /// ```swift
 /// let message: String = try co_select { select in
 ///   select.receive(from: numbers) { number in "number \(number)" }
 ///   select.receive(from: words) { word in "word \(word)" }
 ///   select.send(42, to: answers) { "sent the answer" }
+///   select.await(lookup) { name in "looked up \(name)" }
 ///   select.timeout(0.5) { "nothing within half a second" }
 /// }
 /// ```
@@ -65,6 +67,43 @@ public final class CoSelect<R> {
   /// throws ``CoroutineError/channelClosed``; if another case wins, `value` is not sent.
   public func send<T>(_ value: T, to channel: CoChannel<T>, _ handler: @escaping () throws -> R) {
     cases.append(SelectSend(storage: channel.storage, value: value, handler: handler))
+  }
+
+  /// Receives a value through `receiver` (transformed, if it was made by
+  /// `Receiver.map(_:)`) and passes it to `handler`. If the channel is closed and
+  /// drained, `co_select` throws ``CoroutineError/channelClosed``.
+  public func receive<T>(
+    from receiver: CoChannel<T>.Receiver, _ handler: @escaping (T) throws -> R
+  ) {
+    cases.append(receiver.source.selectCase(onClosed: nil, handler: handler))
+  }
+
+  /// Receives a value through `receiver` and passes it to `handler`; runs `onClosed` instead
+  /// once the channel is closed and drained.
+  public func receive<T>(
+    from receiver: CoChannel<T>.Receiver, onClosed: @escaping () throws -> R,
+    _ handler: @escaping (T) throws -> R
+  ) {
+    cases.append(receiver.source.selectCase(onClosed: onClosed, handler: handler))
+  }
+
+  /// Sends `value` through `sender`, then runs `handler`; as for a channel.
+  public func send<T>(
+    _ value: T, to sender: CoChannel<T>.Sender, _ handler: @escaping () throws -> R
+  ) {
+    send(value, to: sender.channel, handler)
+  }
+
+  /// Waits for `future` and passes its value to `handler`; if the future is rejected,
+  /// `co_select` throws its error. A future that settles while another case wins is left
+  /// alone: it is neither cancelled nor counted as observed.
+  ///
+  /// A select that waits leaves a small waiter on a pending future (as `co_await` does),
+  /// which the future releases when it settles: a loop that selects many times over one
+  /// future that stays pending for long (a shutdown signal, say) keeps one per turn; there,
+  /// close a channel when the future settles and receive from it instead.
+  public func await<T>(_ future: CoFuture<T>, _ handler: @escaping (T) throws -> R) {
+    cases.append(SelectFuture(future: future, handler: handler))
   }
 
   /// Runs `handler` if no case can complete within `seconds` on the selecting coroutine's

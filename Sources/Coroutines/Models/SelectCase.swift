@@ -56,6 +56,9 @@ final class SelectReceive<T, Result>: SelectCase {
     case .closed:
       immediate = .closed
       return .some(nil)
+    case .cancelled:
+      immediate = .cancelled
+      return .some(nil)
     case .empty:
       return nil
     }
@@ -82,6 +85,8 @@ final class SelectReceive<T, Result>: SelectCase {
     switch immediate ?? waiter?.pointee.outcome {
     case .value(let value):
       return try handler(value)
+    case .cancelled:
+      throw CancellationError()
     case .closed, nil:
       guard let onClosed else { throw CoroutineError.channelClosed }
       return try onClosed()
@@ -115,6 +120,9 @@ final class SelectSend<T, Result>: SelectCase {
     case .closed:
       immediate = .closed
       return .some(nil)
+    case .cancelled:
+      immediate = .cancelled
+      return .some(nil)
     case .full:
       return nil
     }
@@ -141,6 +149,8 @@ final class SelectSend<T, Result>: SelectCase {
     switch immediate ?? waiter?.pointee.outcome {
     case .delivered:
       return try handler()
+    case .cancelled:
+      throw CancellationError()
     case .closed, nil:
       throw CoroutineError.channelClosed
     }
