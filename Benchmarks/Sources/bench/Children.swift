@@ -50,6 +50,8 @@ enum Child {
       numbers = [try CoroutineFigures.sharedLoopRoundTrip(Counts.loop(CoroutineBackend.current))]
     case "alternate-shared":
       numbers = [try CoroutineFigures.sharedAlternation(Counts.loop(CoroutineBackend.current) / 2)]
+    case let name where name.hasPrefix("skynet-"):
+      numbers = [try GroupFigures.skynetOnGroup(threads: Int(name.dropFirst("skynet-".count))!)]
     case let name where name.hasPrefix("memory-"):
       let count = Int(name.dropFirst("memory-".count))!
       let result = try CoroutineFigures.residentMemoryPerParked(count, stack: .dedicated)
