@@ -278,6 +278,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   /// A fiber for the coroutine: from the stack pool, or bound to one of its loop's shared stacks.
   private func takeFiber() throws(CoroutineError) -> OpaquePointer {
+    if roams, let fiber = loopRunningHere?.takeStashedStack(size: stackSize) { return fiber }
     guard usesSharedStack else { return try StackPool.shared.take(size: stackSize) }
     let stack = try loop!.takeUnretainedValue().sharedStacks.stack(size: stackSize)
     guard let fiber = cu_fiber_new_shared(stack) else {
@@ -287,6 +288,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   private func giveBackFiber(_ fiber: OpaquePointer) {
+    if roams, let loop = loopRunningHere, loop.stashStack(fiber, size: stackSize) { return }
     if usesSharedStack {
       cu_fiber_free(fiber)
     } else {

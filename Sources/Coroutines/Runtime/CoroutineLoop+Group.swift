@@ -70,6 +70,34 @@ extension CoroutineLoop {
     return ran
   }
 
+  // MARK: Stacks
+
+  /// How many stacks a group loop keeps for its next coroutines.
+  static let stackStashCapacity = 64
+
+  /// Keeps the stack of a group coroutine that finished on this loop (its thread) for the next
+  /// one this loop starts; false when the stash is full. With stealing, a coroutine often
+  /// finishes on another thread than the one that started its siblings, and every stack went
+  /// through the process's pool and its mutex, which the loops then fought over.
+  func stashStack(_ fiber: OpaquePointer, size: Int) -> Bool {
+    guard ready != nil, stackStash.count < Self.stackStashCapacity else { return false }
+    stackStash.append((fiber, size))
+    return true
+  }
+
+  /// A stashed stack of `size` bytes, if the newest is one (this loop's thread).
+  func takeStashedStack(size: Int) -> OpaquePointer? {
+    guard let last = stackStash.last, last.size == size else { return nil }
+    stackStash.removeLast()
+    return last.fiber
+  }
+
+  /// Gives the stashed stacks back to the pool, as the loop ends.
+  func returnStashedStacks() {
+    for (fiber, size) in stackStash { StackPool.shared.give(fiber, size: size) }
+    stackStash.removeAll()
+  }
+
   /// Looks for ready coroutines elsewhere in the group, for a loop with nothing to run: the
   /// group's overflow first, then half of another loop's queue, or what other threads left in
   /// its roaming inbox. True if it found some.

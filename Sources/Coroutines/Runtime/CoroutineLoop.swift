@@ -84,6 +84,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// The group this loop belongs to, if any: set once, before the loop's thread starts.
   /// Unowned: the group's threads keep it alive while its loops run.
   @exclusivity(unchecked) private(set) unowned(unsafe) var group: CoroutineLoopGroup?
+  /// A group loop's stacks of finished coroutines, kept for the next ones it starts (see
+  /// `stashStack(_:size:)`). Loop thread only.
+  @exclusivity(unchecked) var stackStash: [(fiber: OpaquePointer, size: Int)] = []
   /// This loop's place in `group.loops`.
   @exclusivity(unchecked) private(set) var groupIndex = 0
   /// A group loop's ready coroutines of the group, which idle loops of the group may take.
@@ -299,6 +302,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       if !waitForWork() { break }
     }
     timers = TimerHeap<TimerEntry>()
+    if ready != nil { returnStashedStacks() }
   }
 
   private func takeRemoteWork() {
