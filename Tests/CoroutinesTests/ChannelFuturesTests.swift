@@ -111,6 +111,25 @@ import Testing
     #expect(coroutineError(sent.result) == .channelClosed)
   }
 
+  @Test func whenReceiveWithoutASchedulerCallsBackAtOnceWithAReadyValue() {
+    let channel = CoChannel<Int>(capacity: 1)
+    channel.trySend(7)
+    var received: Int?  // a plain callback may capture a local variable
+    channel.whenReceive { received = try? $0.get() }
+    #expect(received == 7)
+  }
+
+  @Test func whenReceiveWithoutASchedulerWaitsOnTheCurrentLoop() throws {
+    let received = Journal<String>()
+    try CoroutineLoop.run {
+      let channel = CoChannel<String>()
+      channel.whenReceive { result in received.append((try? result.get()) ?? "error") }
+      #expect(received.entries.isEmpty)
+      try channel.send("first")
+    }
+    #expect(received.entries == ["first"])
+  }
+
   @Test func whenReceiveCallsBackOnceWithTheValue() {
     let loop = CoroutineTestLoop()
     let channel = CoChannel<String>()

@@ -80,6 +80,14 @@ import Testing
     #expect(sent.isSettled && sentToo.isSettled)
   }
 
+  @Test func aReceiverCallsBackWithoutASchedulerAtOnceWithAReadyValue() {
+    let channel = CoChannel<Int>(capacity: 1)
+    channel.trySend(3)
+    var received: String?  // a plain callback may capture a local variable
+    channel.receiver.map { "#\($0)" }.whenReceive { received = try? $0.get() }
+    #expect(received == "#3")
+  }
+
   @Test func cancellingAMappedReceiveFutureWithdrawsTheWait() {
     let loop = CoroutineTestLoop()
     let channel = CoChannel<Int>()

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Testing
 
 @testable import Coroutines
@@ -109,6 +110,20 @@ import Testing
     #expect(mapped.result == nil)
     scheduler.runUntilIdle()
     #expect(value(mapped.result) == 9)
+  }
+
+  /// A transform written on the main actor and given a global queue is `@Sendable`, so it does
+  /// not take on the main actor's isolation: the closure inside it runs on the queue's thread (a
+  /// transform that took it on would trap there, checking for the main actor).
+  @MainActor @Test func mapResultWrittenOnTheMainActorRunsItsClosuresOnAGlobalQueue()
+    async throws
+  {
+    let mapped = fulfilled([1, 2, 3]).mapResult(on: DispatchQueue.global()) {
+      result -> [Int] in
+      #expect(!Thread.isMainThread)
+      return try result.get().map { $0 * 2 }
+    }
+    #expect(try await mapped.value == [2, 4, 6])
   }
 
   @Test func mapResultRunsOnTheThreadThatSettles() {

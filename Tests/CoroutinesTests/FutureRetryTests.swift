@@ -251,6 +251,35 @@ import Testing
     #expect(value(result.result) == 3)
   }
 
+  @Test func withoutASchedulerABackoffWithAConditionTakesAnyClosure() {
+    var asked: [Int] = []  // a plain closure may capture a local variable
+    var attempts = 0
+    let result = CoFuture<Int>.retry(
+      4, backoff: .constant(0),
+      while: { remaining, _ in
+        asked.append(remaining)
+        return remaining > 1
+      }
+    ) {
+      attempts += 1
+      return rejected(Failure.attempt(attempts))
+    }
+    #expect(asked == [3, 2, 1])
+    #expect(failure(result.result) == .attempt(3))
+  }
+
+  @Test func withoutASchedulerABackoffWithAnAsynchronousConditionTakesAnyClosure() {
+    var attempts = 0  // a plain closure may capture a local variable
+    let answer = CoPromise<Bool>()
+    let result = CoFuture<Int>.retry(3, backoff: .constant(0), asking: { _, _ in answer }) {
+      attempts += 1
+      return attempts < 2 ? rejected(Failure.disk) : fulfilled(attempts)
+    }
+    #expect(attempts == 1)
+    answer.fulfill(true)
+    #expect(value(result.result) == 2)
+  }
+
   // MARK: doc-comment samples
 
   @Test func theRetrySample() {

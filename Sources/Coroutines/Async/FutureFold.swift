@@ -15,11 +15,34 @@ extension CoFuture {
   /// - Parameters:
   ///   - work: The elements, folded in this order.
   ///   - initial: The partial result the first step starts from, and the result for no work.
-  ///   - scheduler: Where `step` runs and the result is delivered; without one, the first step
-  ///     runs on the calling thread and later ones on the thread that settled the step before.
+  ///   - scheduler: Where `step` runs and the result is delivered, `step` being `@Sendable`
+  ///     then; `nil`: as ``reduce(_:_:step:)``.
   ///   - step: Makes the future of the next partial result from the current one and an element.
+  /// - Returns: The future of the folded value.
   public static func reduce<Work: Collection>(
-    _ work: Work, _ initial: T, on scheduler: (any CoroutineScheduler)? = nil,
+    _ work: Work, _ initial: T, on scheduler: (any CoroutineScheduler)?,
+    step: @escaping @Sendable (_ partial: T, _ element: Work.Element) throws -> CoFuture<T>
+  ) -> CoFuture<T> {
+    folded(work, initial, on: scheduler, step: step)
+  }
+
+  /// ``reduce(_:_:on:step:)`` without a scheduler: the first step runs on the calling thread
+  /// and later ones on the thread that settled the step before.
+  ///
+  /// - Parameters:
+  ///   - work: The elements, folded in this order.
+  ///   - initial: The partial result the first step starts from, and the result for no work.
+  ///   - step: Makes the future of the next partial result from the current one and an element.
+  /// - Returns: The future of the folded value.
+  public static func reduce<Work: Collection>(
+    _ work: Work, _ initial: T,
+    step: @escaping (_ partial: T, _ element: Work.Element) throws -> CoFuture<T>
+  ) -> CoFuture<T> {
+    folded(work, initial, on: nil, step: step)
+  }
+
+  static func folded<Work: Collection>(
+    _ work: Work, _ initial: T, on scheduler: (any CoroutineScheduler)?,
     step: @escaping (_ partial: T, _ element: Work.Element) throws -> CoFuture<T>
   ) -> CoFuture<T> {
     let output = LinkedFuture<T>()

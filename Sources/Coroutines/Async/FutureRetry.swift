@@ -56,17 +56,36 @@ extension CoFuture {
   /// - Parameters:
   ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
   ///   - delay: Seconds to wait between attempts; NaN stops with a message.
-  ///   - scheduler: Where `condition` and `make` run; see ``retry(_:delay:on:_:)``.
+  ///   - scheduler: Where `condition` and `make` run, both being `@Sendable` then; `nil`: as
+  ///     ``retry(_:delay:while:_:)``.
   ///   - condition: Called after each failed attempt that could be retried (not after the
   ///     last one, nor after a `CancellationError`), with how many attempts remain and the
   ///     error; returning false rejects the result with that error.
   ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
+  /// - Returns: The future of the first attempt that succeeds.
   public static func retry(
-    _ attempts: Int, delay: Double = 0, on scheduler: (any CoroutineScheduler)? = nil,
+    _ attempts: Int, delay: Double = 0, on scheduler: (any CoroutineScheduler)?,
+    while condition: @escaping @Sendable (_ remaining: Int, _ error: any Error) -> Bool,
+    _ make: @escaping @Sendable () throws -> CoFuture<T>
+  ) -> CoFuture<T> {
+    retry(attempts, delay: delay, on: scheduler, deciding: .now(condition), make)
+  }
+
+  /// ``retry(_:delay:on:while:_:)`` without a scheduler: `condition` and `make` run as for
+  /// ``retry(_:delay:_:)``.
+  ///
+  /// - Parameters:
+  ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
+  ///   - delay: Seconds to wait between attempts; NaN stops with a message.
+  ///   - condition: As for ``retry(_:delay:on:while:_:)``.
+  ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
+  /// - Returns: The future of the first attempt that succeeds.
+  public static func retry(
+    _ attempts: Int, delay: Double = 0,
     while condition: @escaping (_ remaining: Int, _ error: any Error) -> Bool,
     _ make: @escaping () throws -> CoFuture<T>
   ) -> CoFuture<T> {
-    retry(attempts, delay: delay, on: scheduler, deciding: .now(condition), make)
+    retry(attempts, delay: delay, on: nil, deciding: .now(condition), make)
   }
 
   /// Like ``retry(_:delay:on:while:_:)``, with a condition that answers later, through a future
@@ -80,17 +99,39 @@ extension CoFuture {
   ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
   ///   - delay: Seconds to wait between attempts, counted once `condition`'s future says yes;
   ///     NaN stops with a message.
-  ///   - scheduler: Where `condition` and `make` run; see ``retry(_:delay:on:_:)``.
+  ///   - scheduler: Where `condition` and `make` run, both being `@Sendable` then; `nil`: as
+  ///     ``retry(_:delay:asking:_:)``.
   ///   - condition: Called as for ``retry(_:delay:on:while:_:)``; its future's `false` rejects
   ///     the result with the attempt's error, its error rejects the result with that error.
   ///     Cancelling the result cancels the condition's future while it is pending.
   ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
+  /// - Returns: The future of the first attempt that succeeds.
   public static func retry(
-    _ attempts: Int, delay: Double = 0, on scheduler: (any CoroutineScheduler)? = nil,
+    _ attempts: Int, delay: Double = 0, on scheduler: (any CoroutineScheduler)?,
+    asking condition:
+      @escaping @Sendable (_ remaining: Int, _ error: any Error)
+      -> CoFuture<Bool>,
+    _ make: @escaping @Sendable () throws -> CoFuture<T>
+  ) -> CoFuture<T> {
+    retry(attempts, delay: delay, on: scheduler, deciding: .later(condition), make)
+  }
+
+  /// ``retry(_:delay:on:asking:_:)`` without a scheduler: `condition` and `make` run as for
+  /// ``retry(_:delay:_:)``.
+  ///
+  /// - Parameters:
+  ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
+  ///   - delay: Seconds to wait between attempts, counted once `condition`'s future says yes;
+  ///     NaN stops with a message.
+  ///   - condition: As for ``retry(_:delay:on:asking:_:)``.
+  ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
+  /// - Returns: The future of the first attempt that succeeds.
+  public static func retry(
+    _ attempts: Int, delay: Double = 0,
     asking condition: @escaping (_ remaining: Int, _ error: any Error) -> CoFuture<Bool>,
     _ make: @escaping () throws -> CoFuture<T>
   ) -> CoFuture<T> {
-    retry(attempts, delay: delay, on: scheduler, deciding: .later(condition), make)
+    retry(attempts, delay: delay, on: nil, deciding: .later(condition), make)
   }
 
   /// Like ``retry(_:delay:on:_:)``, waiting as `backoff` says before each new attempt: a wait
@@ -104,14 +145,31 @@ extension CoFuture {
   /// - Parameters:
   ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
   ///   - backoff: The wait before each new attempt, on the same clock as ``timeout(_:on:)``.
-  ///   - scheduler: Where `make` runs; see ``retry(_:delay:on:_:)``.
+  ///   - scheduler: Where `make` runs, `make` being `@Sendable` then; `nil`: as
+  ///     ``retry(_:backoff:_:)``.
   ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
+  /// - Returns: The future of the first attempt that succeeds.
   public static func retry(
-    _ attempts: Int, backoff: CoBackoff, on scheduler: (any CoroutineScheduler)? = nil,
-    _ make: @escaping () throws -> CoFuture<T>
+    _ attempts: Int, backoff: CoBackoff, on scheduler: (any CoroutineScheduler)?,
+    _ make: @escaping @Sendable () throws -> CoFuture<T>
   ) -> CoFuture<T> {
     retry(
       attempts, backoff: backoff, on: scheduler, deciding: nil, make,
+      caller: "CoFuture.retry(_:backoff:)")
+  }
+
+  /// ``retry(_:backoff:on:_:)`` without a scheduler: `make` runs as for ``retry(_:delay:_:)``.
+  ///
+  /// - Parameters:
+  ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
+  ///   - backoff: The wait before each new attempt.
+  ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
+  /// - Returns: The future of the first attempt that succeeds.
+  public static func retry(
+    _ attempts: Int, backoff: CoBackoff, _ make: @escaping () throws -> CoFuture<T>
+  ) -> CoFuture<T> {
+    retry(
+      attempts, backoff: backoff, on: nil, deciding: nil, make,
       caller: "CoFuture.retry(_:backoff:)")
   }
 
@@ -120,16 +178,37 @@ extension CoFuture {
   /// - Parameters:
   ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
   ///   - backoff: The wait before each new attempt.
-  ///   - scheduler: Where `condition` and `make` run; see ``retry(_:delay:on:_:)``.
+  ///   - scheduler: Where `condition` and `make` run, both being `@Sendable` then; `nil`: as
+  ///     ``retry(_:backoff:while:_:)``.
   ///   - condition: As for ``retry(_:delay:on:while:_:)``.
   ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
+  /// - Returns: The future of the first attempt that succeeds.
   public static func retry(
-    _ attempts: Int, backoff: CoBackoff, on scheduler: (any CoroutineScheduler)? = nil,
+    _ attempts: Int, backoff: CoBackoff, on scheduler: (any CoroutineScheduler)?,
+    while condition: @escaping @Sendable (_ remaining: Int, _ error: any Error) -> Bool,
+    _ make: @escaping @Sendable () throws -> CoFuture<T>
+  ) -> CoFuture<T> {
+    retry(
+      attempts, backoff: backoff, on: scheduler, deciding: .now(condition), make,
+      caller: "CoFuture.retry(_:backoff:)")
+  }
+
+  /// ``retry(_:backoff:on:while:_:)`` without a scheduler: `condition` and `make` run as for
+  /// ``retry(_:delay:_:)``.
+  ///
+  /// - Parameters:
+  ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
+  ///   - backoff: The wait before each new attempt.
+  ///   - condition: As for ``retry(_:delay:on:while:_:)``.
+  ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
+  /// - Returns: The future of the first attempt that succeeds.
+  public static func retry(
+    _ attempts: Int, backoff: CoBackoff,
     while condition: @escaping (_ remaining: Int, _ error: any Error) -> Bool,
     _ make: @escaping () throws -> CoFuture<T>
   ) -> CoFuture<T> {
     retry(
-      attempts, backoff: backoff, on: scheduler, deciding: .now(condition), make,
+      attempts, backoff: backoff, on: nil, deciding: .now(condition), make,
       caller: "CoFuture.retry(_:backoff:)")
   }
 
@@ -138,16 +217,39 @@ extension CoFuture {
   /// - Parameters:
   ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
   ///   - backoff: The wait before each new attempt, counted once `condition` says yes.
-  ///   - scheduler: Where `condition` and `make` run; see ``retry(_:delay:on:_:)``.
+  ///   - scheduler: Where `condition` and `make` run, both being `@Sendable` then; `nil`: as
+  ///     ``retry(_:backoff:asking:_:)``.
   ///   - condition: As for ``retry(_:delay:on:asking:_:)``.
   ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
+  /// - Returns: The future of the first attempt that succeeds.
   public static func retry(
-    _ attempts: Int, backoff: CoBackoff, on scheduler: (any CoroutineScheduler)? = nil,
+    _ attempts: Int, backoff: CoBackoff, on scheduler: (any CoroutineScheduler)?,
+    asking condition:
+      @escaping @Sendable (_ remaining: Int, _ error: any Error)
+      -> CoFuture<Bool>,
+    _ make: @escaping @Sendable () throws -> CoFuture<T>
+  ) -> CoFuture<T> {
+    retry(
+      attempts, backoff: backoff, on: scheduler, deciding: .later(condition), make,
+      caller: "CoFuture.retry(_:backoff:)")
+  }
+
+  /// ``retry(_:backoff:on:asking:_:)`` without a scheduler: `condition` and `make` run as for
+  /// ``retry(_:delay:_:)``.
+  ///
+  /// - Parameters:
+  ///   - attempts: How many attempts at most, 1 or more; less stops with a message.
+  ///   - backoff: The wait before each new attempt, counted once `condition` says yes.
+  ///   - condition: As for ``retry(_:delay:on:asking:_:)``.
+  ///   - make: Starts one attempt. An error it throws counts as a failed attempt.
+  /// - Returns: The future of the first attempt that succeeds.
+  public static func retry(
+    _ attempts: Int, backoff: CoBackoff,
     asking condition: @escaping (_ remaining: Int, _ error: any Error) -> CoFuture<Bool>,
     _ make: @escaping () throws -> CoFuture<T>
   ) -> CoFuture<T> {
     retry(
-      attempts, backoff: backoff, on: scheduler, deciding: .later(condition), make,
+      attempts, backoff: backoff, on: nil, deciding: .later(condition), make,
       caller: "CoFuture.retry(_:backoff:)")
   }
 

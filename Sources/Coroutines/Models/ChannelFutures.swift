@@ -56,13 +56,27 @@ extension CoChannel {
   /// Receives the next value and calls `callback` with it, or with the error that
   /// ``receiveFuture(on:)`` would be rejected with; once.
   ///
+  /// A value that is ready is passed to `callback` at once, on this thread. Otherwise the wait
+  /// runs as for ``receiveFuture(on:)`` without a scheduler, and `callback` is called where the
+  /// value arrives: on the current coroutine's scheduler or the loop this thread runs, or, in
+  /// plain code with neither, on a global Dispatch queue (as a ``CoFuture/whenComplete(_:)``
+  /// callback runs on the thread that settles the future).
+  ///
+  /// - Parameter callback: Called with the outcome.
+  public func whenReceive(_ callback: @escaping (Result<T, any Error>) -> Void) {
+    receiveFuture(on: nil).whenComplete(callback)
+  }
+
+  /// ``whenReceive(_:)`` with the wait run on `scheduler`, and `callback` called there.
+  ///
   /// - Parameters:
   ///   - scheduler: Where the wait runs and `callback` is called, if it must wait; an
-  ///     immediate value is passed to `callback` at once, on this thread.
-  ///   - callback: Called with the outcome.
+  ///     immediate value is passed to `callback` at once, on this thread. `nil`: as
+  ///     ``whenReceive(_:)``.
+  ///   - callback: Called with the outcome; `@Sendable`, as it may run on another thread.
   public func whenReceive(
-    on scheduler: (any CoroutineScheduler)? = nil,
-    _ callback: @escaping (Result<T, any Error>) -> Void
+    on scheduler: (any CoroutineScheduler)?,
+    _ callback: @escaping @Sendable (Result<T, any Error>) -> Void
   ) {
     receiveFuture(on: scheduler).whenComplete(callback)
   }

@@ -37,14 +37,22 @@ extension CoChannel {
     }
 
     /// Receives the next value and calls `callback` with it once; see
+    /// ``CoChannel/whenReceive(_:)``.
+    ///
+    /// - Parameter callback: Called with the outcome.
+    public func whenReceive(_ callback: @escaping (Result<T, any Error>) -> Void) {
+      receiveFuture(on: nil).whenComplete(callback)
+    }
+
+    /// Receives the next value and calls `callback` with it once, waiting on `scheduler`; see
     /// ``CoChannel/whenReceive(on:_:)``.
     ///
     /// - Parameters:
     ///   - scheduler: Where the wait runs and `callback` is called, if it must wait.
-    ///   - callback: Called with the outcome.
+    ///   - callback: Called with the outcome; `@Sendable`, as it may run on another thread.
     public func whenReceive(
-      on scheduler: (any CoroutineScheduler)? = nil,
-      _ callback: @escaping (Result<T, any Error>) -> Void
+      on scheduler: (any CoroutineScheduler)?,
+      _ callback: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
       receiveFuture(on: scheduler).whenComplete(callback)
     }
