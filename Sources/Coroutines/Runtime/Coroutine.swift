@@ -557,12 +557,12 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   func sleep(on loop: CoroutineLoop, nanoseconds delay: UInt64) throws(CancellationError) {
     if isCancelled { throw CancellationError() }
     sleepRang = false
-    isPinned = true
-    defer { isPinned = false }
-    let generation = armWait()
-    loop.addSleep(self, generation: generation, nanoseconds: delay)
-    endWaitIfCancelled(generation)
-    park()
+    pinned {
+      let generation = armWait()
+      loop.addSleep(self, generation: generation, nanoseconds: delay)
+      endWaitIfCancelled(generation)
+      park()
+    }
     if !sleepRang {
       loop.sleepEndedEarly()
       throw CancellationError()

@@ -27,16 +27,9 @@ extension CoroutineLoop {
     if !wakeIfAsleep(), !first { group!.wakeIdleLoop(besides: self) }
   }
 
-  /// Moves the coroutines waiting in `inbox` (this loop's `roamingInbox` or another group
-  /// loop's) to this loop's `ready` queue; true if there were some.
-  @discardableResult
-  func takeRoamingInbox(_ inbox: borrowing RemoteInbox) -> Bool {
-    var took = false
-    inbox.takeAll { job in
-      enqueueStealable(StealableJob(job))
-      took = true
-    }
-    return took
+  /// Moves the coroutines waiting in this loop's `roamingInbox` to its `ready` queue.
+  func takeRoamingInbox() {
+    roamingInbox.takeAll { enqueueStealable(StealableJob($0)) }
   }
 
   /// Takes the older half (rounded down) of the coroutines waiting in another group loop's

@@ -104,7 +104,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     ready = nil
   }
 
-  /// Creates a loop for a group (see `joinGroup(_:)`).
+  /// Creates a loop for a group (see `joinGroup(_:index:)`).
   init(inGroup: Void) {
     keepsRunning = false
     ready = StealQueue()
@@ -138,11 +138,6 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Queues the start of `coroutine`, which its task keeps alive (see `launchAttached()`).
   func enqueueStart(_ coroutine: Coroutine) {
     enqueue(.start(Unmanaged.passUnretained(coroutine)))
-  }
-
-  /// Queues `job` from this loop's own thread.
-  func appendLocal(_ job: consuming LoopJob) {
-    localJobs.append(job)
   }
 
   /// Queues a coroutine's resumption from this loop's own thread.
@@ -308,7 +303,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   private func takeRemoteWork() {
     // A relaxed look suffices: work missed here is found by `waitForWork`, which looks again
     // before sleeping; the exchange that empties the inbox orders its contents.
-    if ready != nil, roamingInbox.mayHoldWork { takeRoamingInbox(roamingInbox) }
+    if ready != nil, roamingInbox.mayHoldWork { takeRoamingInbox() }
     guard inbox.mayHoldWork else { return }
     inbox.takeAll(into: &localJobs)
   }

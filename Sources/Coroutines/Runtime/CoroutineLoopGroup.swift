@@ -130,10 +130,9 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
       coroutine.refuseStart(.schedulerShutDown)
       return
     }
+    guard stealable else { return loop.enqueueStart(coroutine) }
     let job = StealableJob(start: Unmanaged.passUnretained(coroutine))
-    if !stealable {
-      loop.enqueueStart(coroutine)
-    } else if loop.isCurrent {
+    if loop.isCurrent {
       loop.enqueueStealable(job)
     } else {
       loop.enqueueFromElsewhere(job)
