@@ -176,16 +176,45 @@ size_t cu_fiber_slot(const cu_fiber *fiber) { return fiber->slot; }
 
 cu_stack_slab *cu_fiber_slab(const cu_fiber *fiber) { return fiber->slab; }
 
-void cu_stack_slab_release(cu_stack_slab *slab, size_t first, size_t count) {
-  if (first >= slab->count || count == 0) return;
-  if (count > slab->count - first) count = slab->count - first;
-  for (size_t index = first; index < first + count; index++) {
-    if (slab->state[index] != slot_built) continue;
-    cu_san_fiber_destroyed(&slot_fiber(slab, index)->sanitizer);
-    slab->state[index] = slot_guarded;
+static int by_address(const void *left, const void *right) {
+  const struct iovec *a = left, *b = right;
+  return (a->iov_base > b->iov_base) - (a->iov_base < b->iov_base);
+}
+
+void cu_stack_release_fibers(cu_fiber *const *fibers, size_t count) {
+  enum { most = 1024 };  // IOV_MAX: the most ranges one process_madvise takes
+  struct iovec ranges[most];
+  while (count > 0) {
+    size_t batch = count < most ? count : most;
+    for (size_t index = 0; index < batch; index++) {
+      cu_stack_slab *slab = fibers[index]->slab;
+      size_t slot = fibers[index]->slot;  // read before the pages holding it go
+      cu_san_fiber_destroyed(&fibers[index]->sanitizer);
+      slab->state[slot] = slot_guarded;
+      ranges[index] = (struct iovec){
+          .iov_base = slab->mapping + slot * slab->slot_size, .iov_len = slab->slot_size};
+    }
+    // Neighbouring slots merge into one range, and the whole batch goes in one system call:
+    // one flush of every thread's TLB instead of one per range.
+    qsort(ranges, batch, sizeof ranges[0], by_address);
+    size_t merged = 0;
+    for (size_t index = 0; index < batch; index++) {
+      if (merged > 0 &&
+          (char *)ranges[merged - 1].iov_base + ranges[merged - 1].iov_len == ranges[index].iov_base) {
+        ranges[merged - 1].iov_len += ranges[index].iov_len;
+      } else {
+        ranges[merged++] = ranges[index];
+      }
+    }
+    // Guards (markers or PROT_NONE) survive MADV_DONTNEED; only the touched pages go.
+    if (advise_ranges(ranges, merged, MADV_DONTNEED) != 0) {
+      for (size_t index = 0; index < merged; index++) {
+        madvise(ranges[index].iov_base, ranges[index].iov_len, MADV_DONTNEED);
+      }
+    }
+    fibers += batch;
+    count -= batch;
   }
-  // Guards (markers or PROT_NONE) survive MADV_DONTNEED; only the touched pages go.
-  madvise(slab->mapping + first * slab->slot_size, count * slab->slot_size, MADV_DONTNEED);
 }
 
 void cu_stack_slab_free(cu_stack_slab *slab) {

@@ -25,3 +25,13 @@ __attribute__((noinline)) cu_thread_view cu_tls_view(void) {
                          current_loop != NULL ? current_loop : current_test_loop};
   return view;
 }
+
+static __thread int registry_shard = -1;
+static unsigned next_registry_shard;
+
+__attribute__((noinline)) int cu_tls_registry_shard(int count) {
+  if (registry_shard < 0) {
+    registry_shard = (int)(__atomic_fetch_add(&next_registry_shard, 1, __ATOMIC_RELAXED) % count);
+  }
+  return registry_shard;
+}

@@ -74,19 +74,35 @@ import Testing
     }
   }
 
-  @Test func aReleasedSlotComesBackZeroed() throws {
-    let slab = try #require(cu_stack_slab_new(64 * 1024, 64 * 1024, 2))
-    defer { cu_stack_slab_free(slab) }
-    let fiber = try #require(cu_stack_slab_fiber(slab, 0))
-    // Stand in for a finished coroutine's frames: bytes just below the fiber.
-    let frames = UnsafeMutableRawPointer(fiber) - 4096
-    frames.initializeMemory(as: UInt8.self, repeating: 0xAB, count: 4096)
-    cu_stack_slab_release(slab, 0, 1)
-    let rebuilt = try #require(cu_stack_slab_fiber(slab, 0))
-    #expect(rebuilt == fiber)
-    let bytes = UnsafeRawBufferPointer(start: UnsafeRawPointer(rebuilt) - 4096, count: 4096)
-    #expect(bytes.allSatisfy { $0 == 0 })
-    #expect(cu_fiber_stack_size(rebuilt) >= 64 * 1024)
+  @Test func releasedSlotsOfSeveralSlabsComeBackZeroed() throws {
+    let first = try #require(cu_stack_slab_new(64 * 1024, 64 * 1024, 3))
+    let second = try #require(cu_stack_slab_new(64 * 1024, 64 * 1024, 2))
+    defer {
+      cu_stack_slab_free(first)
+      cu_stack_slab_free(second)
+    }
+    // Two neighbours (merged into one range), a lone slot, and one of another slab.
+    let fibers = try [(first, 0), (first, 1), (second, 1)].map { slab, index in
+      try #require(cu_stack_slab_fiber(slab, index))
+    }
+    let kept = try #require(cu_stack_slab_fiber(first, 2))
+    for fiber in fibers + [kept] {
+      // Stand in for a finished coroutine's frames: bytes just below the fiber.
+      (UnsafeMutableRawPointer(fiber) - 4096).initializeMemory(
+        as: UInt8.self, repeating: 0xAB, count: 4096)
+    }
+    fibers.withUnsafeBufferPointer { cu_stack_release_fibers($0.baseAddress!, $0.count) }
+    let rebuilt = try [(first, 0), (first, 1), (second, 1)].map { slab, index in
+      try #require(cu_stack_slab_fiber(slab, index))
+    }
+    #expect(rebuilt == fibers)
+    for fiber in rebuilt {
+      let bytes = UnsafeRawBufferPointer(start: UnsafeRawPointer(fiber) - 4096, count: 4096)
+      #expect(bytes.allSatisfy { $0 == 0 })
+      #expect(cu_fiber_stack_size(fiber) >= 64 * 1024)
+    }
+    let untouched = UnsafeRawBufferPointer(start: UnsafeRawPointer(kept) - 4096, count: 4096)
+    #expect(untouched.allSatisfy { $0 == 0xAB })
   }
 
   @Test func finishedStacksBeyondThePoolAreReleasedAndEmptySlabsUnmapped() throws {

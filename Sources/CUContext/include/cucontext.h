@@ -31,19 +31,20 @@ typedef struct cu_stack_slab cu_stack_slab;
 cu_stack_slab *_Nullable cu_stack_slab_new(size_t stack_size, size_t guard_size, size_t count);
 
 /// The fiber of slot `index`: built (and its guard installed) on first use or after
-/// cu_stack_slab_release; otherwise the fiber already there. Returns NULL and leaves errno set
+/// cu_stack_release_fibers; otherwise the fiber already there. Returns NULL and leaves errno set
 /// when the guard cannot be installed.
 cu_fiber *_Nullable cu_stack_slab_fiber(cu_stack_slab *_Nonnull slab, size_t index);
-
-/// Gives the memory of `count` slots from `first` back to the system (their fibers too; guards
-/// stay). The next cu_stack_slab_fiber of one of them builds a fresh fiber on zeroed pages.
-void cu_stack_slab_release(cu_stack_slab *_Nonnull slab, size_t first, size_t count);
 
 /// Readies the never-used slots among `first ..< first + count` for a burst of launches: their
 /// guards go in, and the top page of each stack (the fiber's record and first frames) is made
 /// resident, two system calls for the lot instead of a system call and a page fault per slot.
 /// Only an optimisation: whatever fails here is done slot by slot by cu_stack_slab_fiber.
 void cu_stack_slab_prepare(cu_stack_slab *_Nonnull slab, size_t first, size_t count);
+
+/// Gives the touched pages of these built fibers' slots back to the system, in as few system
+/// calls as it can (one for up to 1 024 fibers where the kernel takes batched advice); their
+/// guards stay, and the next cu_stack_slab_fiber of one of their slots builds a fresh fiber.
+void cu_stack_release_fibers(cu_fiber *_Nonnull const *_Nonnull fibers, size_t count);
 
 /// Unmaps the slab and frees its record. No fiber of it may be running or suspended mid-body.
 void cu_stack_slab_free(cu_stack_slab *_Nonnull slab);
@@ -186,6 +187,10 @@ void *_Nullable cu_tls_current_loop(void);
 /// Sets the scheduler loop this thread is running.
 void cu_tls_set_current_loop(void *_Nullable loop);
 /// The test loop this thread is driving, or NULL.
+/// The calling thread's part of the coroutine registry, of `count`: threads take them in turn,
+/// so the threads of a loop group each list their coroutines behind a lock of their own.
+int cu_tls_registry_shard(int count);
+
 void *_Nullable cu_tls_current_test_loop(void);
 /// Sets the test loop this thread is driving.
 void cu_tls_set_current_test_loop(void *_Nullable loop);
@@ -218,6 +223,43 @@ static inline void cu_lock(uint32_t *_Nonnull word) {
 /// Releases the lock at `word`, waking one sleeper if there may be one.
 static inline void cu_unlock(uint32_t *_Nonnull word) {
   if (__atomic_exchange_n(word, 0, __ATOMIC_RELEASE) == 2) cu_lock_wake(word);
+}
+
+// A loop group's count of live coroutines, kept by each of its threads on a cache line of its
+// own: how many coroutines the thread created and how many finished on it. A group thread counts
+// with plain stores (it is the only writer of its tally); one shared counter cost every launch
+// and every finish a locked instruction on a line that all the group's threads fought over.
+// Threads outside the group count on a tally of their own with atomic additions. The sum is
+// only read to decide whether a shut-down group may end, which is rare.
+typedef struct cu_live_tally {
+  long created;
+  long finished;
+  char padding[48];  // to 64 bytes; allocated 64-byte aligned
+} cu_live_tally;
+
+/// A coroutine was created (`finished` 0) or finished (1) on the tally's own thread.
+static inline void cu_live_tally_count_here(cu_live_tally *_Nonnull tally, int finished) {
+  long *count = finished ? &tally->finished : &tally->created;
+  __atomic_store_n(count, __atomic_load_n(count, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
+}
+
+/// The same, on a tally that several threads share.
+static inline void cu_live_tally_count_shared(cu_live_tally *_Nonnull tally, int finished) {
+  __atomic_fetch_add(finished ? &tally->finished : &tally->created, 1, __ATOMIC_SEQ_CST);
+}
+
+/// Coroutines created and not finished, over `count` tallies. Every finish it sees had its
+/// creation counted before it (the coroutine passed from its creator to where it finished), so
+/// a sum of zero means that no coroutine counted so far is still live.
+static inline long cu_live_tally_sum(const cu_live_tally *_Nonnull tallies, size_t count) {
+  long finished = 0, created = 0;
+  for (size_t index = 0; index < count; index++) {
+    finished += __atomic_load_n(&tallies[index].finished, __ATOMIC_SEQ_CST);
+  }
+  for (size_t index = 0; index < count; index++) {
+    created += __atomic_load_n(&tallies[index].created, __ATOMIC_SEQ_CST);
+  }
+  return created - finished;
 }
 
 // A flag owned by one thread, for the hot path of an inline generator (whose `next()` nearly

@@ -364,7 +364,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   >? {
     if let loop = scheduler as? CoroutineLoop { return Unmanaged.passUnretained(loop) }
     if let group = scheduler as? CoroutineLoopGroup {
-      return Unmanaged.passUnretained(group.placementLoop())
+      return group.placementLoop()
     }
     return nil
   }

@@ -33,6 +33,13 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     return Unmanaged<CoroutineLoop>.fromOpaque(pointer).takeUnretainedValue()
   }
 
+  /// The loop the calling thread is running, unretained: the thread's loop outlives the
+  /// caller's use (a retain and a release of a group's loop, which its other threads also
+  /// touch, cost a launch more than the rest of the look-up).
+  static var currentUnretained: Unmanaged<CoroutineLoop>? {
+    cu_tls_current_loop().map { Unmanaged<CoroutineLoop>.fromOpaque($0) }
+  }
+
   /// Where the loop sleeps, and what it knows of the descriptors its coroutines wait on.
   let poller = Poller()
   /// True from just before the loop sleeps in `poller` until it wakes. Whoever leaves work for
@@ -409,6 +416,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       pendingTimers.load(ordering: .sequentiallyConsistent) == 0, mayEnd
     {
       sleeping.store(false, ordering: .relaxed)
+      group?.loopEnded()
       return false
     }
     let asleep = monotonicNanoseconds()

@@ -1,3 +1,4 @@
+import CUContext
 import Foundation
 import Synchronization
 
@@ -41,8 +42,9 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   private let overflow = Mutex<FIFO<StealableJob>>(FIFO())
   private let hasOverflow = Atomic<Bool>(false)
   private let nextLoop = Atomic<Int>(0)
-  /// Coroutines launched on the group and not yet finished.
-  private let live = Atomic<Int>(0)
+  /// Coroutines launched on the group and not yet finished, counted by each loop's thread on
+  /// its own tally (`tallies[loop.groupIndex]`) and by other threads on the last one.
+  private let tallies: UnsafeMutablePointer<cu_live_tally>
   /// Loops asleep in their pollers: a loop with more ready coroutines than it can run at once
   /// wakes one of them to take some.
   let sleepingLoops = Atomic<Int>(0)
@@ -58,6 +60,9 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
     coPrecondition(
       threads > 0, "CoroutineLoopGroup(threads:): \(threads) threads; a group needs at least one")
     self.loops = (0..<threads).map { _ in CoroutineLoop(inGroup: ()) }
+    tallies = UnsafeMutableRawPointer.allocate(
+      byteCount: MemoryLayout<cu_live_tally>.stride * (threads + 1), alignment: 64
+    ).initializeMemory(as: cu_live_tally.self, repeating: cu_live_tally(), count: threads + 1)
     for (index, loop) in loops.enumerated() { loop.joinGroup(self, index: index) }
     for (index, loop) in loops.enumerated() {
       finished.enter()
@@ -71,6 +76,8 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
     }
   }
 
+  deinit { tallies.deallocate() }
+
   /// The loop that the next placed work goes to, in turn: for spreading listeners or other
   /// long-lived coroutines one per loop.
   public func next() -> CoroutineLoop {
@@ -79,13 +86,21 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
 
   /// The loop a new coroutine of the group starts on: the calling thread's, if it runs one of
   /// the group's loops, else the next in turn.
-  func placementLoop() -> CoroutineLoop {
-    if let loop = CoroutineLoop.current, loop.group === self { return loop }
-    return next()
+  func placementLoop() -> Unmanaged<CoroutineLoop> {
+    if let loop = currentLoop { return loop }
+    return Unmanaged.passUnretained(next())  // `loops` holds it
+  }
+
+  /// The calling thread's loop, if it is one of the group's.
+  var currentLoop: Unmanaged<CoroutineLoop>? {
+    guard let loop = CoroutineLoop.currentUnretained,
+      loop._withUnsafeGuaranteedRef({ $0.group === self })
+    else { return nil }
+    return loop
   }
 
   /// True when the calling thread runs one of the group's loops.
-  var isCurrent: Bool { CoroutineLoop.current?.group === self }
+  var isCurrent: Bool { currentLoop != nil }
 
   // MARK: Scheduling
 
@@ -95,8 +110,8 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   /// After ``shutdown()`` only the group's own threads may schedule jobs; a job from elsewhere
   /// stops the program with a message, as it could never run.
   public func schedule(_ job: @escaping @Sendable () -> Void) {
-    if let loop = CoroutineLoop.current, loop.group === self {
-      loop.schedule(job)
+    if let loop = currentLoop {
+      loop._withUnsafeGuaranteedRef { $0.schedule(job) }
       return
     }
     // From outside, the job counts as a coroutine of the group until it has run, so that a
@@ -114,7 +129,7 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
     -> any CoroutineTimer
   {
     checkOpen(from: "CoroutineLoopGroup.schedule(after:_:)")
-    return placementLoop().schedule(after: seconds, job)
+    return placementLoop()._withUnsafeGuaranteedRef { $0.schedule(after: seconds, job) }
   }
 
   private func checkOpen(from call: StaticString) {
@@ -176,24 +191,38 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
 
   // MARK: Accounting
 
-  func coroutineCreated() {
-    // Sequentially consistent, with the look at `isShutDown` in `enqueueStart` that follows it:
-    // a launch that finds the group open is counted before any loop can see it idle and end.
-    live.add(1, ordering: .sequentiallyConsistent)
+  func coroutineCreated() { count(finished: false) }
+
+  func coroutineFinished() { count(finished: true) }
+
+  private func count(finished: Bool) {
+    if let loop = currentLoop {
+      let index = loop._withUnsafeGuaranteedRef { $0.groupIndex }
+      cu_live_tally_count_here(tallies + index, finished ? 1 : 0)
+      return
+    }
+    // Sequentially consistent, with the look at `isShutDown` in `enqueueStart` that follows a
+    // creation: a launch that finds the group open is counted before any loop can see it idle.
+    cu_live_tally_count_shared(tallies + loops.count, finished ? 1 : 0)
+    if finished, isShutDown.load(ordering: .sequentiallyConsistent), liveCount == 0 { wakeAll() }
   }
 
-  func coroutineFinished() {
-    let left = live.subtract(1, ordering: .sequentiallyConsistent).newValue
-    if left == 0, isShutDown.load(ordering: .sequentiallyConsistent) { wakeAll() }
-  }
+  /// Coroutines launched on the group and not yet finished (exact once the group is quiet).
+  var liveCount: Int { cu_live_tally_sum(tallies, loops.count + 1) }
 
   /// True once ``shutdown()`` was called and every coroutine of the group has finished: each
   /// loop then ends as soon as it has nothing of its own left to run.
   var mayEnd: Bool {
     // Sequentially consistent, like the loop's `sleeping` flag: of a loop falling asleep and
-    // the last coroutine finishing (or `shutdown()`), at least one side sees the other.
-    isShutDown.load(ordering: .sequentiallyConsistent)
-      && live.load(ordering: .sequentiallyConsistent) == 0
+    // `shutdown()`, at least one side sees the other.
+    isShutDown.load(ordering: .sequentiallyConsistent) && liveCount == 0
+  }
+
+  /// A loop found the group may end and ends: the others may have looked at the tallies before
+  /// the last coroutine finished on it, and gone to sleep.
+  func loopEnded() {
+    atomicMemoryFence(ordering: .sequentiallyConsistent)
+    wakeAll()
   }
 
   private func wakeAll() {

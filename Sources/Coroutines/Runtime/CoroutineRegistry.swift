@@ -68,9 +68,9 @@ struct AccountingLoop {
 /// Every live coroutine (created and not yet finished), for counts, dumps and the stall
 /// watchdog.
 ///
-/// Coroutines are kept in one of a few tables, chosen by address, each behind its own lock: a
-/// coroutine takes a lock only when it is created and when it finishes, never to suspend or
-/// resume, and launches on different threads rarely meet on the same lock. The tables hold no
+/// Coroutines are kept in one of a few tables, each behind its own lock, chosen by the thread
+/// that creates them: a coroutine takes a lock only when it is created and when it finishes,
+/// never to suspend or resume, and launches on different threads do not meet on the same lock. The tables hold no
 /// reference: a coroutine leaves its table when it finishes or, at the latest, in its `deinit`,
 /// and readers look at it only while holding the table's lock.
 enum CoroutineRegistry {
@@ -82,7 +82,7 @@ enum CoroutineRegistry {
     for index in 0..<shardCount { (shards + index).initialize(to: Mutex(Slots())) }
     return shards
   }()
-  private static let shardCount = 16
+  private static let shardCount = 1 << shardBits
 
   /// Coroutines created and not yet finished: each table counts its own under its lock, which
   /// a link and an unlink take anyway (a process-wide atomic counter cost two locked
@@ -130,9 +130,11 @@ enum CoroutineRegistry {
     UInt(bitPattern: Unmanaged.passUnretained(coroutine).toOpaque()) ^ scramble
   }
 
-  private static func shard(of address: UInt) -> Int {
-    Int(truncatingIfNeeded: ((address >> 4) &* 0x9E37_79B9_7F4A_7C15) >> 60)
-  }
+  /// A coroutine's entry names its table and its slot there: `slot << shardBits | table`.
+  private static let shardBits = 4
+
+  /// The calling thread's table.
+  private static var currentShard: Int { Int(cu_tls_registry_shard(Int32(shardCount))) }
 
   /// Runs `body` on the coroutine at (scrambled) `address` without retaining it (it may be in `deinit`,
   /// waiting for the lock the caller holds).
@@ -141,21 +143,27 @@ enum CoroutineRegistry {
       ._withUnsafeGuaranteedRef(body)
   }
 
+  /// Lists the coroutine in the calling thread's table: the threads of a group, each creating
+  /// coroutines, then take locks (and touch lines) that no other thread uses but to list the
+  /// coroutines that finish on it. Tables chosen by address made every launch and every finish
+  /// of a two-loop group move a lock's line between the cores about half the time.
   private static func link(_ coroutine: Coroutine) {
-    let me = address(coroutine)
-    let slot = shards[shard(of: me)].withLock { $0.insert(me) }
-    coroutine.registryEntry.slot.store(slot, ordering: .relaxed)
+    let shard = currentShard
+    let slot = shards[shard].withLock { $0.insert(address(coroutine)) }
+    coroutine.registryEntry.slot.store(slot << shardBits | shard, ordering: .relaxed)
   }
 
   private static func unlink(_ coroutine: Coroutine, finished: Bool) {
     // A load and a store, not an exchange: only the coroutine's own code writes its slot, and
     // a locked instruction there, right after the stores that retire a coroutine, waited for
     // all of them to drain.
-    let slot = coroutine.registryEntry.slot.load(ordering: .relaxed)
-    if slot >= 0 { coroutine.registryEntry.slot.store(-1, ordering: .relaxed) }
-    guard slot >= 0 || finished else { return }
-    shards[shard(of: address(coroutine))].withLock { slots in
-      if slot >= 0 { slots.remove(at: slot) }
+    let entry = coroutine.registryEntry.slot.load(ordering: .relaxed)
+    if entry >= 0 { coroutine.registryEntry.slot.store(-1, ordering: .relaxed) }
+    guard entry >= 0 || finished else { return }
+    // The count of a coroutine that is no longer listed may come off any table's.
+    let shard = entry >= 0 ? entry & (1 << shardBits - 1) : currentShard
+    shards[shard].withLock { slots in
+      if entry >= 0 { slots.remove(at: entry >> shardBits) }
       if finished { slots.live -= 1 }
     }
   }

@@ -390,29 +390,25 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
     return nil
   }
 
-  /// Gives the memory of every idle fiber of `sizeClass` back, a run of neighbouring slots per
-  /// system call. Under `mutex`: a released slot must not be rebuilt before its pages are gone.
+  /// Gives the memory of every idle fiber of `sizeClass` back, in one system call where the
+  /// kernel takes batched advice: each call makes every thread of the process flush its TLB, so
+  /// one per stack cost a group's loops more than the rest of their stack handling. Under
+  /// `mutex`: a released slot must not be rebuilt before its pages are gone.
   private func releaseIdle(in sizeClass: SizeClass) {
+    var fibers: [OpaquePointer] = []
+    fibers.reserveCapacity(sizeClass.idleCount)
     for slab in sizeClass.slabs.values where !slab.idle.isEmpty {
-      let slots = slab.idle.map { Int(cu_fiber_slot($0)) }.sorted()
-      var first = slots[0]
-      var last = first
-      for index in slots.dropFirst() {
-        if index == last + 1 {
-          last = index
-          continue
-        }
-        cu_stack_slab_release(slab.pointer, first, last - first + 1)
-        first = index
-        last = index
+      for fiber in slab.idle {
+        fibers.append(fiber)
+        slab.released.append(Int(cu_fiber_slot(fiber)))
       }
-      cu_stack_slab_release(slab.pointer, first, last - first + 1)
-      slab.released += slots
-      pooledTotal -= slots.count
-      mappedTotal -= slots.count
-      sizeClass.idleCount -= slots.count
       slab.idle.removeAll()
     }
+    guard !fibers.isEmpty else { return }
+    fibers.withUnsafeBufferPointer { cu_stack_release_fibers($0.baseAddress!, $0.count) }
+    pooledTotal -= fibers.count
+    mappedTotal -= fibers.count
+    sizeClass.idleCount -= fibers.count
   }
 
   /// Keeps at most `limit` finished fibers of each size; the memory of the others goes back to
