@@ -192,6 +192,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   // MARK: Scheduling
 
+  /// `home`'s address, to compare without retaining it.
+  private var homeAddress: UnsafeMutableRawPointer {
+    Unmanaged.passUnretained(home as AnyObject).toOpaque()
+  }
+
   /// Asks the scheduler to run the coroutine for the first time.
   @usableFromInline
   func launch(failing fail: @escaping @Sendable (CoroutineError) -> Void) {
@@ -206,8 +211,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   func launchAttached() {
     if let loop {
       loop._withUnsafeGuaranteedRef { loop in
-        if let group = loop.group, group === (home as AnyObject) {
-          group.enqueueStart(self, on: loop, stealable: roams)
+        if let group = loop.groupReference, group.toOpaque() == homeAddress {
+          group._withUnsafeGuaranteedRef { $0.enqueueStart(self, on: loop, stealable: roams) }
         } else {
           loop.enqueueStart(self)
         }
@@ -347,7 +352,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       if let here = cu_tls_current_loop() {
         let current = Unmanaged<CoroutineLoop>.fromOpaque(here)
         let joined = current._withUnsafeGuaranteedRef { current -> Bool in
-          guard current.group === last.group else { return false }
+          guard current.groupReference?.toOpaque() == last.groupReference?.toOpaque() else {
+            return false
+          }
           current.enqueueStealable(StealableJob(resume: Unmanaged.passUnretained(self)))
           return true
         }

@@ -9,14 +9,16 @@ extension CoroutineLoop {
   /// group when there is more than the next job to share.
   func enqueueStealable(_ job: StealableJob) {
     let ready = ready!
-    while !ready.append(job) { group!.spill(ready.takeOlderHalf()) }
+    while !ready.append(job) {
+      groupReference!._withUnsafeGuaranteedRef { $0.spill(ready.takeOlderHalf()) }
+    }
     guard ready.count > 1 else { return }
     // Between the append and the look at the sleeping loops, as a loop going to sleep counts
     // itself before looking at the others' queues: of the two, at least one sees the other, so
     // no loop sleeps beside a queue it could take from. Without it a loop missed the work and
     // slept while a long-running coroutine held this one.
     atomicMemoryFence(ordering: .sequentiallyConsistent)
-    group!.wakeIdleLoop(besides: self)
+    groupReference!._withUnsafeGuaranteedRef { $0.wakeIdleLoop(besides: self) }
   }
 
   /// Queues a coroutine of the group that another thread woke or launched (any thread but this
@@ -24,7 +26,9 @@ extension CoroutineLoop {
   /// if it sleeps; if it is busy and more than this one waits, wakes an idle loop to take them.
   func enqueueFromElsewhere(_ job: StealableJob) {
     let first = roamingInbox.push(job.loopJob)
-    if !wakeIfAsleep(), !first { group!.wakeIdleLoop(besides: self) }
+    if !wakeIfAsleep(), !first {
+      groupReference!._withUnsafeGuaranteedRef { $0.wakeIdleLoop(besides: self) }
+    }
   }
 
   /// Moves the coroutines waiting in this loop's `roamingInbox` to its `ready` queue.

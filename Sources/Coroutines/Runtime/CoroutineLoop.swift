@@ -89,8 +89,12 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// The stacks this loop's shared-stack coroutines take turns on.
   let sharedStacks = SharedStackSet()
   /// The group this loop belongs to, if any: set once, before the loop's thread starts.
-  /// Unowned: the group's threads keep it alive while its loops run.
-  @exclusivity(unchecked) private(set) unowned(unsafe) var group: CoroutineLoopGroup?
+  /// Unretained: the group's threads keep it alive while its loops run. Hot paths reach it
+  /// through `_withUnsafeGuaranteedRef`: each strong load retained and released the group, whose
+  /// count every thread of the group then fought over.
+  @exclusivity(unchecked) private(set) var groupReference: Unmanaged<CoroutineLoopGroup>?
+  /// The group this loop belongs to, if any.
+  var group: CoroutineLoopGroup? { groupReference?.takeUnretainedValue() }
   /// A group loop's stacks of finished coroutines, kept for the next ones it starts (see
   /// `stashStack(_:size:)`). Loop thread only.
   @exclusivity(unchecked) var stackStash: [(fiber: OpaquePointer, size: Int)] = []
@@ -119,7 +123,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
 
   /// Makes this loop `group.loops[index]`, before its thread starts.
   func joinGroup(_ group: CoroutineLoopGroup, index: Int) {
-    self.group = group
+    groupReference = Unmanaged.passUnretained(group)
     groupIndex = index
   }
 
@@ -400,8 +404,14 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     // the poller at once, which sees both.
     if poller.waiterCount == 0, spinForRemoteWork() { return true }
     sleeping.store(true, ordering: .sequentiallyConsistent)
-    group?.sleepingLoops.add(1, ordering: .sequentiallyConsistent)
-    defer { group?.sleepingLoops.subtract(1, ordering: .relaxed) }
+    groupReference?._withUnsafeGuaranteedRef {
+      _ = $0.sleepingLoops.add(1, ordering: .sequentiallyConsistent)
+    }
+    defer {
+      groupReference?._withUnsafeGuaranteedRef {
+        _ = $0.sleepingLoops.subtract(1, ordering: .relaxed)
+      }
+    }
     if !inbox.isEmpty || (ready != nil && !roamingInbox.isEmpty) {
       sleeping.store(false, ordering: .relaxed)
       return true
@@ -455,7 +465,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   ///
   /// Returns true when work arrived (or a timer fell due) and the loop should run it.
   private func spinForRemoteWork() -> Bool {
-    guard spinBudget > 0, liveCoroutines > 0 || group != nil else { return false }
+    guard spinBudget > 0, liveCoroutines > 0 || groupReference != nil else { return false }
     let start = monotonicNanoseconds()
     var end = start &+ spinBudget
     if let deadline = timers.firstDeadline {
@@ -469,7 +479,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       let now = monotonicNanoseconds()
       if now >= end { break }
       // Every coroutine finished (one may have finished on another thread): stop watching.
-      if liveCoroutines == 0, group == nil { break }
+      if liveCoroutines == 0, groupReference == nil { break }
       sched_yield()
     }
     spinBudget = spinBudget / 2 >= 1_000 ? spinBudget / 2 : 0

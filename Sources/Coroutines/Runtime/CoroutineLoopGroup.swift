@@ -91,10 +91,13 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
     return Unmanaged.passUnretained(next())  // `loops` holds it
   }
 
+  /// The group's address, to compare with a loop's `groupReference` without retaining either.
+  private var identity: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
   /// The calling thread's loop, if it is one of the group's.
   var currentLoop: Unmanaged<CoroutineLoop>? {
     guard let loop = CoroutineLoop.currentUnretained,
-      loop._withUnsafeGuaranteedRef({ $0.group === self })
+      loop._withUnsafeGuaranteedRef({ $0.groupReference?.toOpaque() == identity })
     else { return nil }
     return loop
   }
