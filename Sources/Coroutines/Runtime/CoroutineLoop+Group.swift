@@ -5,13 +5,10 @@ import Synchronization
 /// from its `ready` queue, and takes some from the group when it has nothing else.
 extension CoroutineLoop {
   /// Queues a ready coroutine of the group on this loop's `ready` queue, from this loop's own
-  /// thread; spills half the queue to the group when it is full, and wakes an idle loop of the
-  /// group when there is more than the next job to share.
+  /// thread, and wakes an idle loop of the group when there is more than the next job to share.
   func enqueueStealable(_ job: StealableJob) {
     let ready = ready!
-    while !ready.append(job) {
-      groupReference!._withUnsafeGuaranteedRef { $0.spill(ready.takeOlderHalf()) }
-    }
+    ready.append(job)
     guard ready.count > 1 else { return }
     // Between the append and the look at the sleeping loops, as a loop going to sleep counts
     // itself before looking at the others' queues: of the two, at least one sees the other, so
@@ -95,12 +92,11 @@ extension CoroutineLoop {
     stackStash.removeAll()
   }
 
-  /// Looks for ready coroutines elsewhere in the group, for a loop with nothing to run: the
-  /// group's overflow first, then half of another loop's queue, or what other threads left in
-  /// its roaming inbox. True if it found some.
+  /// Looks for ready coroutines elsewhere in the group, for a loop with nothing to run: half of
+  /// another loop's queue, or of what other threads left in its roaming inbox. True if it found
+  /// some.
   func findGroupWork() -> Bool {
     guard let group, let ready else { return false }
-    if group.takeOverflow(into: self) > 0 { return true }
     let loops = group.loops
     guard loops.count > 1 else { return false }
     // Starting after this loop, so that idle loops do not all raid the same one first.

@@ -33,14 +33,11 @@ import Synchronization
 public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   @unchecked Sendable
 {
-  // `loops` never changes; the rest is atomics, or behind `overflow`'s mutex.
+  // `loops` never changes; the rest is atomics.
 
   /// The group's loops, one per thread, each running from the group's creation to its shutdown.
   /// Launching on one of them (`co_launch(on: group.loops[0])`) keeps the coroutine on it.
   public let loops: [CoroutineLoop]
-  /// Ready coroutines that did not fit their loop's queue; any loop of the group takes them.
-  private let overflow = Mutex<FIFO<StealableJob>>(FIFO())
-  private let hasOverflow = Atomic<Bool>(false)
   private let nextLoop = Atomic<Int>(0)
   /// Coroutines launched on the group and not yet finished, counted by each loop's thread on
   /// its own tally (`tallies[loop.groupIndex]`) and by other threads on the last one.
@@ -155,31 +152,6 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
     } else {
       loop.enqueueFromElsewhere(job)
     }
-  }
-
-  // MARK: Overflow
-
-  /// Moves jobs that did not fit a loop's queue to where every loop of the group looks.
-  func spill(_ jobs: [StealableJob]) {
-    overflow.withLock { overflow in
-      for job in jobs { overflow.append(job) }
-    }
-    hasOverflow.store(true, ordering: .releasing)
-  }
-
-  /// Moves up to half of the overflow's jobs (at least one) into `queue`; how many.
-  func takeOverflow(into loop: CoroutineLoop) -> Int {
-    guard hasOverflow.load(ordering: .acquiring) else { return 0 }
-    let taken: [StealableJob] = overflow.withLock { jobs in
-      let count = min(max(jobs.count / 2, 1), StealQueue.capacity / 2)
-      var taken: [StealableJob] = []
-      taken.reserveCapacity(count)
-      while taken.count < count, let job = jobs.popFirst() { taken.append(job) }
-      if jobs.isEmpty { hasOverflow.store(false, ordering: .releasing) }
-      return taken
-    }
-    for job in taken { loop.enqueueStealable(job) }
-    return taken.count
   }
 
   // MARK: Waking idle loops

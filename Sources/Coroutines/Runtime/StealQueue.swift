@@ -9,6 +9,12 @@ import Synchronization
 /// thief copies the slots before claiming them, and the owner never overwrites a slot between
 /// `head` and `tail`, so a failed claim only means another taker was faster.
 ///
+/// When the ring is full, its older half moves to `spilled`, behind a lock of the queue's own,
+/// from which the owner refills the ring once it runs dry (and takes one job in 64, so that
+/// nothing waits there for ever), and a thief takes half once the ring is empty. A queue shared by the whole group took those jobs to whichever loop looked first,
+/// and coroutines then finished, and their memory was freed, on another thread than the one
+/// that made them, which the allocator's locks make slow.
+///
 /// An entry is a coroutine's address with its low bit set for a start (a coroutine record is
 /// aligned to 16 bytes): a started coroutine keeps itself alive, and one not yet started is kept
 /// alive by its task, so the queue holds no reference.
@@ -18,6 +24,10 @@ final class StealQueue: @unchecked Sendable {  // slots, head and tail are atomi
   private let slots: UnsafeMutablePointer<Atomic<UInt>>
   private let head = Atomic<UInt32>(0)
   private let tail = Atomic<UInt32>(0)
+  /// Entries that did not fit the ring, oldest first.
+  private let spilled = Mutex<FIFO<StealableJob>>(FIFO())
+  /// `spilled`'s count, to look at without the lock.
+  private let spilledCount = Atomic<Int>(0)
 
   init() {
     slots = .allocate(capacity: Self.capacity)
@@ -30,7 +40,9 @@ final class StealQueue: @unchecked Sendable {  // slots, head and tail are atomi
   }
 
   /// Entries queued now (a snapshot when read off the owner's thread).
-  var count: Int {
+  var count: Int { ringCount + spilledCount.load(ordering: .acquiring) }
+
+  private var ringCount: Int {
     let head = head.load(ordering: .acquiring)
     return Int(tail.load(ordering: .acquiring) &- head)
   }
@@ -41,8 +53,13 @@ final class StealQueue: @unchecked Sendable {  // slots, head and tail are atomi
     slots + Int(index & UInt32(Self.capacity - 1))
   }
 
-  /// Appends `job` (owner only); false, with nothing appended, when the ring is full.
-  func append(_ job: StealableJob) -> Bool {
+  /// Appends `job` (owner only), moving the ring's older half to `spilled` if it is full.
+  func append(_ job: StealableJob) {
+    while !appendToRing(job) { spill(takeOlderHalf()) }
+  }
+
+  /// Appends `job` to the ring (owner only); false, with nothing appended, when it is full.
+  private func appendToRing(_ job: StealableJob) -> Bool {
     let tail = tail.load(ordering: .relaxed)
     guard tail &- head.load(ordering: .acquiring) < UInt32(Self.capacity) else { return false }
     slot(tail).pointee.store(job.bits, ordering: .relaxed)
@@ -50,8 +67,33 @@ final class StealQueue: @unchecked Sendable {  // slots, head and tail are atomi
     return true
   }
 
-  /// Takes the oldest entry (owner only).
+  /// Takes the oldest entry of the ring, refilling it from `spilled` when it is empty (owner
+  /// only). One take in `fairnessInterval` takes the oldest spilled entry instead, so that a
+  /// loop whose ring never runs dry still runs what spilled, as Go's scheduler looks at its
+  /// global queue one time in 61.
   func popFirst() -> StealableJob? {
+    pops &+= 1
+    if pops % Self.fairnessInterval == 0, let job = popSpilled() { return job }
+    if let job = popFromRing() { return job }
+    guard refill(from: self) > 0 else { return nil }
+    return popFromRing()
+  }
+
+  static let fairnessInterval: UInt32 = 64
+
+  /// Takes owned by the calling thread so far (owner only).
+  @exclusivity(unchecked) private var pops: UInt32 = 0
+
+  private func popSpilled() -> StealableJob? {
+    guard spilledCount.load(ordering: .acquiring) > 0 else { return nil }
+    return spilled.withLock { jobs in
+      let job = jobs.popFirst()
+      spilledCount.store(jobs.count, ordering: .releasing)
+      return job
+    }
+  }
+
+  private func popFromRing() -> StealableJob? {
     while true {
       let head = head.load(ordering: .acquiring)
       guard head != tail.load(ordering: .relaxed) else { return nil }
@@ -65,8 +107,14 @@ final class StealQueue: @unchecked Sendable {  // slots, head and tail are atomi
   }
 
   /// Takes the older half of `victim`'s entries (rounded up) into this queue, which must be
-  /// empty and owned by the calling thread; returns how many it took.
+  /// empty and owned by the calling thread: from its ring, else from what it spilled. Returns
+  /// how many it took.
   func steal(from victim: StealQueue) -> Int {
+    let taken = stealFromRing(of: victim)
+    return taken > 0 ? taken : refill(from: victim)
+  }
+
+  private func stealFromRing(of victim: StealQueue) -> Int {
     let tail = tail.load(ordering: .relaxed)
     while true {
       let head = victim.head.load(ordering: .acquiring)
@@ -88,9 +136,31 @@ final class StealQueue: @unchecked Sendable {  // slots, head and tail are atomi
     }
   }
 
-  /// Moves the older half of the entries out, oldest first (owner only), for when the ring is
+  /// Moves the oldest entries `victim` spilled into this queue's ring, which must be empty and
+  /// owned by the calling thread: half of them (at least one) if `victim` is another queue, up
+  /// to half the ring if it is this one. Returns how many.
+  private func refill(from victim: StealQueue) -> Int {
+    guard victim.spilledCount.load(ordering: .acquiring) > 0 else { return 0 }
+    return victim.spilled.withLock { jobs in
+      let half = victim === self ? jobs.count : max(jobs.count / 2, 1)
+      let taking = min(half, Self.capacity / 2)
+      for _ in 0..<taking { _ = appendToRing(jobs.popFirst()!) }
+      victim.spilledCount.store(jobs.count, ordering: .releasing)
+      return taking
+    }
+  }
+
+  /// Keeps `jobs`, the ring's older half, in `spilled` (owner only).
+  private func spill(_ jobs: [StealableJob]) {
+    spilled.withLock { spilled in
+      for job in jobs { spilled.append(job) }
+      spilledCount.store(spilled.count, ordering: .releasing)
+    }
+  }
+
+  /// Moves the older half of the ring's entries out, oldest first (owner only), for when it is
   /// full; empty if thieves took them meanwhile.
-  func takeOlderHalf() -> [StealableJob] {
+  private func takeOlderHalf() -> [StealableJob] {
     while true {
       let head = head.load(ordering: .acquiring)
       let taking = (tail.load(ordering: .relaxed) &- head) / 2
