@@ -50,6 +50,9 @@ enum Child {
       numbers = [try CoroutineFigures.sharedLoopRoundTrip(Counts.loop(CoroutineBackend.current))]
     case "alternate-shared":
       numbers = [try CoroutineFigures.sharedAlternation(Counts.loop(CoroutineBackend.current) / 2)]
+    case "group-wakeup":
+      let (ours, swift) = try GroupFigures.wakeUpMedians()
+      numbers = [ours, swift]
     case let name where name.hasPrefix("skynet-"):
       numbers = [try GroupFigures.skynetOnGroup(threads: Int(name.dropFirst("skynet-".count))!)]
     case let name where name.hasPrefix("memory-"):

@@ -205,12 +205,8 @@ func launchCoroutine<T>(
 ) -> CoTask<T> {
   if let stackSize { CoroutineStack.validate(stackSize, in: "co_launch(stackSize:)") }
   let size = roundedToPages(stackSize ?? CoroutineStack.defaultSize)
-  let target = scheduler ?? defaultScheduler()
-  let shared = sharedStackChosen(stack, on: target)
   // Captures nothing (the task holds the body), so it costs no allocation.
-  let coroutine = Coroutine(
-    scheduler: consume target, name: name, stackSize: size, sharedStack: shared
-  ) {
+  let start: () -> (() -> Void) = {
     // The task unretained (the attachment holds it until the body has run), and the closure
     // handed out through a local: returned through `_withUnsafeGuaranteedRef`'s generic result,
     // it was reabstracted at two allocations, and `takeUnretainedValue()` cost a retain and a
@@ -220,6 +216,18 @@ func launchCoroutine<T>(
       publish = unsafeDowncast($0, to: CoTask<T>.self).runBody()
     }
     return publish!
+  }
+  let coroutine: Coroutine
+  if scheduler == nil, let group = Coroutine.currentGroup {
+    // A group coroutine's child: the group unretained (see `Coroutine.Home.group`).
+    coroutine = Coroutine(
+      inheriting: group, name: name, stackSize: size,
+      sharedStack: (stack ?? CoroutineStack.defaultMode) == .shared, body: start)
+  } else {
+    let target = scheduler ?? defaultScheduler()
+    let shared = sharedStackChosen(stack, on: target)
+    coroutine = Coroutine(
+      scheduler: consume target, name: name, stackSize: size, sharedStack: shared, body: start)
   }
   coroutine.locals = CoLocalBinding.inherited()  // the launcher's coroutine-locals (CoLocal)
   let task = CoTask<T>(coroutine: consume coroutine, detached: detached, body: body)

@@ -22,7 +22,23 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// The size of the coroutine's stack in bytes.
   var stackSize: Int { Int(stackBytes) }
   /// Where the coroutine belongs; `CoroutineLoop.run` waits for the coroutines of its loop.
-  let home: any CoroutineScheduler
+  /// Read it only while the coroutine counts as live (see `Home.group`).
+  var home: any CoroutineScheduler {
+    switch homeReference {
+    case .retained(let scheduler): return scheduler
+    case .group(let group): return group.takeUnretainedValue()
+    }
+  }
+  private let homeReference: Home
+
+  private enum Home {
+    case retained(any CoroutineScheduler)
+    /// A group that a child inherited from its parent, unretained: a coroutine that counts as
+    /// live keeps the group's loops, whose threads hold the group, from ending. A strong
+    /// reference cost each launch and each destruction an atomic on the group's count, which
+    /// every loop of the group fought over.
+    case group(Unmanaged<CoroutineLoopGroup>)
+  }
   /// Where the coroutine resumes now: `home`, except while it hops for `co_await(on:)`.
   private(set) var scheduler: any CoroutineScheduler {
     get { away ?? home }
@@ -140,8 +156,42 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     // Moved in, not copied: a copy made the specialised body retain them and its caller's
     // thunk release them again (a pair of calls each per launch).
     self.work = .body(consume body)
-    self.home = consume scheduler
+    self.homeReference = .retained(consume scheduler)
     CoroutineRegistry.coroutineCreated(self, accounting: accounting)
+  }
+
+  /// Creates a coroutine of `group` launched without a scheduler by one of the group's own
+  /// coroutines, which keeps the group alive meanwhile (see `Home.group`).
+  @usableFromInline
+  init(
+    inheriting group: Unmanaged<CoroutineLoopGroup>, name: String?, stackSize: Int,
+    sharedStack: Bool, body: @escaping () -> (() -> Void)
+  ) {
+    self.name = name
+    self.stackBytes = UInt32(stackSize)
+    self.usesSharedStack = sharedStack
+    self.away = nil
+    self.loop = group._withUnsafeGuaranteedRef { $0.placementLoop() }
+    self.roams = !sharedStack
+    self.state = Atomic(.created)
+    self.accounting = AccountingLoop(group: group)
+    self.work = .body(consume body)
+    self.homeReference = .group(group)
+    CoroutineRegistry.coroutineCreated(self, accounting: accounting)
+  }
+
+  /// The group of the coroutine running on this thread, unretained, if it belongs to one.
+  @usableFromInline
+  static var currentGroup: Unmanaged<CoroutineLoopGroup>? {
+    guard let coroutine = currentUnretained else { return nil }
+    return coroutine._withUnsafeGuaranteedRef { coroutine in
+      switch coroutine.homeReference {
+      case .group(let group): return group
+      case .retained(let scheduler):
+        guard let group = scheduler as? CoroutineLoopGroup else { return nil }
+        return Unmanaged.passUnretained(group)
+      }
+    }
   }
 
   deinit {
@@ -194,7 +244,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   /// `home`'s address, to compare without retaining it.
   private var homeAddress: UnsafeMutableRawPointer {
-    Unmanaged.passUnretained(home as AnyObject).toOpaque()
+    switch homeReference {
+    case .retained(let scheduler):
+      return Unmanaged.passUnretained(scheduler as AnyObject).toOpaque()
+    case .group(let group): return group.toOpaque()
+    }
   }
 
   /// Asks the scheduler to run the coroutine for the first time.

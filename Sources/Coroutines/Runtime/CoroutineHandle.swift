@@ -13,9 +13,12 @@
 /// has finished.
 public struct CoroutineHandle: Hashable, Sendable, CustomStringConvertible {
   let coroutine: Coroutine
+  /// The coroutine's `home`, read while it runs: a finished coroutine may no longer hold it.
+  private let home: any CoroutineScheduler
 
   init(_ coroutine: Coroutine) {
     self.coroutine = coroutine
+    self.home = coroutine.home
   }
 
   /// The coroutine running this code (a generator's body runs in a coroutine of its own);
@@ -40,7 +43,7 @@ public struct CoroutineHandle: Hashable, Sendable, CustomStringConvertible {
 
   /// The scheduler the coroutine belongs to and resumes on (while it hops for
   /// ``co_await(on:_:)``, it runs elsewhere for a while, then comes back here).
-  public var scheduler: any CoroutineScheduler { coroutine.home }
+  public var scheduler: any CoroutineScheduler { home }
 
   /// The coroutine's name (or "unnamed") and its address, for a log line.
   public var description: String {

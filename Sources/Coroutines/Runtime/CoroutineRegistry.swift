@@ -44,6 +44,12 @@ struct AccountingLoop {
     }
   }
 
+  /// The loop group `group`.
+  init(group: Unmanaged<CoroutineLoopGroup>) {
+    loop = Unmanaged<AnyObject>.fromOpaque(group.toOpaque())
+    kind = .group
+  }
+
   func coroutineCreated() {
     loop._withUnsafeGuaranteedRef {
       switch kind {

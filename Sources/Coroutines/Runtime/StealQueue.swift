@@ -142,6 +142,8 @@ final class StealQueue: @unchecked Sendable {  // slots, head and tail are atomi
   private func refill(from victim: StealQueue) -> Int {
     guard victim.spilledCount.load(ordering: .acquiring) > 0 else { return 0 }
     return victim.spilled.withLock { jobs in
+      // The count looked at without the lock may be stale: another taker may have been first.
+      guard !jobs.isEmpty else { return 0 }
       let half = victim === self ? jobs.count : max(jobs.count / 2, 1)
       let taking = min(half, Self.capacity / 2)
       for _ in 0..<taking { _ = appendToRing(jobs.popFirst()!) }
