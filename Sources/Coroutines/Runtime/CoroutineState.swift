@@ -99,4 +99,23 @@ extension CoroutineState {
   }
 }
 
-extension CoroutineState: AtomicRepresentable {}
+/// Written out rather than left to the default for `RawRepresentable` types: that one is generic,
+/// and in a debug build every load, store and compare-and-swap of a coroutine's state went
+/// through it and looked up metadata at run time.
+extension CoroutineState: AtomicRepresentable {
+  typealias AtomicRepresentation = UInt8.AtomicRepresentation
+
+  static func encodeAtomicRepresentation(_ value: consuming CoroutineState)
+    -> UInt8.AtomicRepresentation
+  {
+    UInt8.encodeAtomicRepresentation(value.rawValue)
+  }
+
+  static func decodeAtomicRepresentation(_ storage: consuming UInt8.AtomicRepresentation)
+    -> CoroutineState
+  {
+    let raw = UInt8.decodeAtomicRepresentation(storage)
+    guard let state = CoroutineState(rawValue: raw) else { coStop("no coroutine state \(raw)") }
+    return state
+  }
+}
