@@ -61,5 +61,7 @@ func nanoseconds(fromSeconds seconds: Double, in call: StaticString) -> UInt64 {
   if seconds.isNaN { coStop("\(call): the delay is NaN") }
   if seconds <= 0 { return 0 }
   let value = seconds * 1e9
-  return value >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(value)
+  // 2^63, `Double(UInt64.max / 2)` as a literal: that conversion is generic, a witness-table
+  // look-up per call in a debug build.
+  return value >= 0x1p63 ? UInt64.max / 2 : UInt64(value)
 }
