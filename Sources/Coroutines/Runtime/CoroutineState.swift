@@ -114,8 +114,7 @@ extension CoroutineState: AtomicRepresentable {
   static func decodeAtomicRepresentation(_ storage: consuming UInt8.AtomicRepresentation)
     -> CoroutineState
   {
-    let raw = UInt8.decodeAtomicRepresentation(storage)
-    guard let state = CoroutineState(rawValue: raw) else { coStop("no coroutine state \(raw)") }
-    return state
+    // Only `encodeAtomicRepresentation` writes the storage, so the raw value is always valid.
+    CoroutineState(rawValue: UInt8.decodeAtomicRepresentation(storage))!
   }
 }
