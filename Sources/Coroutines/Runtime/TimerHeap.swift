@@ -100,7 +100,9 @@ struct TimerEntry {
 ///
 /// Concrete, not generic over its entries, and without closures: in a debug build a generic
 /// container looks up its type's metadata in the runtime's tables and copies entries through
-/// value witnesses on every operation, which made a loop's timers slower than Dispatch's.
+/// value witnesses on every operation, which made a loop's timers slower than Dispatch's. The
+/// smallest helpers are `@_transparent`, the one kind of function a debug build inlines: as calls
+/// they cost more than their bodies.
 struct TimerHeap: ~Copyable {
   /// The heap, in its ring's slots from 0 (its head never moves).
   private var heap = TimerEntryRing()
@@ -114,18 +116,21 @@ struct TimerHeap: ~Copyable {
     let deadline: UInt64
     let sequence: UInt64
 
+    @_transparent
     init(deadline: UInt64, sequence: UInt64) {
       self.deadline = deadline
       self.sequence = sequence
     }
 
     /// The key of the entry at `entry`, read in place.
+    @_transparent
     init(_ entry: UnsafeMutablePointer<TimerEntry>) {
       deadline = entry.pointee.deadline
       sequence = entry.pointee.sequence
     }
 
     /// Earlier deadline first; equal deadlines in the order they were added.
+    @_transparent
     func isBefore(_ other: Key) -> Bool {
       deadline != other.deadline ? deadline < other.deadline : sequence < other.sequence
     }
@@ -133,7 +138,9 @@ struct TimerHeap: ~Copyable {
 
   init() {}
 
-  var isEmpty: Bool { heap.isEmpty && run.isEmpty }
+  var isEmpty: Bool {
+    @_transparent get { heap.isEmpty && run.isEmpty }
+  }
   /// How many timers are waiting (for tests).
   var count: Int { heap.count &+ run.count }
 
@@ -158,7 +165,9 @@ struct TimerHeap: ~Copyable {
 
   /// True when both heads hold a timer and the heap's is due first.
   private var firstIsInHeap: Bool {
-    !heap.isEmpty && !run.isEmpty && Key(heap.entry(at: 0)).isBefore(Key(run.entry(at: 0)))
+    @_transparent get {
+      !heap.isEmpty && !run.isEmpty && Key(heap.entry(at: 0)).isBefore(Key(run.entry(at: 0)))
+    }
   }
 
   /// Warms the caches for the timer `offset` places behind the run's head, if the run is that
@@ -209,6 +218,7 @@ struct TimerHeap: ~Copyable {
     return first
   }
 
+  @_transparent
   private func isEarlier(_ i: Int, _ j: Int) -> Bool {
     Key(heap.entry(at: i)).isBefore(Key(heap.entry(at: j)))
   }
@@ -239,11 +249,15 @@ struct TimerEntryRing: ~Copyable {
     storage.deallocate()
   }
 
-  var isEmpty: Bool { count == 0 }
+  var isEmpty: Bool {
+    @_transparent get { count == 0 }
+  }
 
+  @_transparent
   private func slot(_ offset: Int) -> Int { (head &+ offset) & (capacity &- 1) }
 
   /// The entry `offset` places from the front, in place; valid until the ring next changes.
+  @_transparent
   func entry(at offset: Int) -> UnsafeMutablePointer<TimerEntry> { storage + slot(offset) }
 
   mutating func append(_ entry: consuming TimerEntry) {
