@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 
 @testable import Coroutines
@@ -46,6 +47,20 @@ import Testing
       }
     }
     #expect(refused == Self.allStates.count * Self.allEvents.count - Self.legal.count)
+  }
+
+  /// The atomic state is stored as the case's index: it must be the raw value.
+  @Test func everyStateSurvivesTheAtomicRoundTrip() {
+    #expect(CoroutineState.allCases.count == Self.allStates.count)
+    for state in CoroutineState.allCases {
+      #expect(unsafeBitCast(state, to: UInt8.self) == state.rawValue, "\(state)")
+      let stored = Atomic(CoroutineState.created)
+      stored.store(state, ordering: .relaxed)
+      let loaded = stored.load(ordering: .relaxed)
+      #expect(loaded == state)
+      let swapped = stored.compareExchange(expected: state, desired: .finished, ordering: .relaxed)
+      #expect(swapped.exchanged && swapped.original == state)
+    }
   }
 
   @Test func anIllegalTransitionNamesTheStateAndTheEvent() {

@@ -5,31 +5,54 @@ import Testing
 /// The loop's timer queue: a heap beside a run of timers that arrived in deadline order. Whatever
 /// the mix, timers come out by deadline, then in the order they were added.
 @Suite struct TimerHeapTests {
-  struct Timer: TimerOrdered, Equatable {
+  /// What a test knows of an entry: its deadline and its place among equal deadlines.
+  struct Timer: Equatable {
     let deadline: UInt64
     let sequence: UInt64
+
+    /// An entry for the heap, firing a timer that does nothing.
+    var entry: TimerEntry {
+      TimerEntry(
+        LoopTimer(deadline: deadline, sequence: sequence, job: {}, onCancel: {}),
+        sequence: sequence)
+    }
+
+    init(deadline: UInt64, sequence: UInt64) {
+      self.deadline = deadline
+      self.sequence = sequence
+    }
+
+    init(_ entry: TimerEntry) {
+      self.init(deadline: entry.deadline, sequence: entry.sequence)
+    }
   }
 
   /// Pops everything and checks the order against a sort of what went in.
-  private func drain(_ heap: inout TimerHeap<Timer>, expecting added: [Timer]) {
+  private func drain(_ heap: inout TimerHeap, expecting added: [Timer]) {
     var popped: [Timer] = []
-    while let timer = heap.removeFirst() { popped.append(timer) }
-    #expect(heap.isEmpty)
+    while let entry = heap.removeFirst() { popped.append(Timer(entry)) }
+    let empty = heap.isEmpty
+    #expect(empty)
     #expect(popped == added.sorted { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) })
   }
 
+  /// The first timer, read in place.
+  private func first(_ heap: borrowing TimerHeap) -> Timer? {
+    heap.first.map { Timer(deadline: $0.pointee.deadline, sequence: $0.pointee.sequence) }
+  }
+
   @Test func timersInDeadlineOrderComeOutInThatOrder() {
-    var heap = TimerHeap<Timer>()
+    var heap = TimerHeap()
     let added = (0..<3000).map { Timer(deadline: UInt64($0 / 3), sequence: UInt64($0)) }
-    added.forEach { heap.insert($0) }
+    added.forEach { heap.insert($0.entry) }
     #expect(heap.count == 3000)
-    #expect(heap.first == added[0])
+    #expect(first(heap) == added[0])
     drain(&heap, expecting: added)
   }
 
   @Test func timersInAnyOrderComeOutByDeadlineThenInsertion() {
     var generator = SplitMix64(seed: 42)
-    var heap = TimerHeap<Timer>()
+    var heap = TimerHeap()
     var added: [Timer] = []
     for sequence in 0..<5000 {
       // Mostly increasing deadlines (like co_delay with one delay), with earlier ones mixed in.
@@ -37,14 +60,14 @@ import Testing
       let deadline = generator.next() % 4 == 0 ? generator.next() % (base + 1) : base
       let timer = Timer(deadline: deadline, sequence: UInt64(sequence))
       added.append(timer)
-      heap.insert(timer)
+      heap.insert(timer.entry)
     }
     drain(&heap, expecting: added)
   }
 
   @Test func insertingWhileTakingKeepsTheOrder() {
     var generator = SplitMix64(seed: 7)
-    var heap = TimerHeap<Timer>()
+    var heap = TimerHeap()
     var now: UInt64 = 0
     var sequence: UInt64 = 0
     var pending: [Timer] = []
@@ -54,11 +77,11 @@ import Testing
         let timer = Timer(deadline: now + delay, sequence: sequence)
         sequence += 1
         pending.append(timer)
-        heap.insert(timer)
+        heap.insert(timer.entry)
       } else {
         let expected = pending.min { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }!
-        #expect(heap.first == expected)
-        #expect(heap.removeFirst() == expected)
+        #expect(first(heap) == expected)
+        #expect(heap.removeFirst().map(Timer.init) == expected)
         pending.removeAll { $0 == expected }
         now = expected.deadline
       }
@@ -67,49 +90,62 @@ import Testing
     drain(&heap, expecting: pending)
   }
 
-  /// An entry holding an object, like the loop's sleepers (which hold their coroutine).
-  final class Token {}
-  struct Held: TimerOrdered {
-    let deadline: UInt64
-    let sequence: UInt64
-    var token: Token
-  }
-
   @Test func peekingCopiesNothingAndTakingMovesTheEntryOut() {
-    var heap = TimerHeap<Held>()
+    var heap = TimerHeap()
+    var watched: [UInt64: Weak] = [:]
     // Two in order (the run) and one due earlier than the run's last (the heap).
     for (deadline, sequence) in [(10, 0), (30, 1), (20, 2)] as [(UInt64, UInt64)] {
-      heap.insert(Held(deadline: deadline, sequence: sequence, token: Token()))
+      let timer = LoopTimer(deadline: deadline, sequence: sequence, job: {}, onCancel: {})
+      watched[sequence] = Weak(timer)
+      heap.insert(TimerEntry(timer, sequence: sequence))
     }
     #expect(heap.firstDeadline == 10)
-    #expect(heap.withFirst { $0.sequence } == 0)
-    // The run's second, whatever the heap holds.
-    #expect(heap.withQueued(at: 1) { $0.sequence } == 1)
-    #expect(heap.withQueued(at: 2) { $0.sequence } == nil)
+    #expect(first(heap)?.sequence == 0)
+    #expect(heap.firstIsDead == false)
     var order: [UInt64] = []
-    while var taken = heap.removeFirst() {
-      // The heap kept no copy of what it handed out: this is the token's only reference.
-      #expect(isKnownUniquelyReferenced(&taken.token))
-      order.append(taken.sequence)
-      #expect(heap.firstDeadline == heap.first?.deadline)
+    while let taken = heap.removeFirst() {
+      let sequence = taken.sequence
+      order.append(sequence)
+      #expect(heap.firstDeadline == first(heap)?.deadline)
+      // The heap kept no copy of what it handed out: once the entry taken is gone, so is its
+      // timer.
+      _ = consume taken
+      #expect(watched[sequence]?.object == nil)
     }
     #expect(order == [0, 2, 1])
-    #expect(heap.firstDeadline == nil && heap.withFirst { $0.sequence } == nil)
+    #expect(heap.firstDeadline == nil)
+    #expect(heap.first == nil)
+    #expect(heap.firstIsDead == false)
+  }
+
+  @Test func aCancelledFirstTimerIsDead() {
+    var heap = TimerHeap()
+    let timer = LoopTimer(deadline: 5, sequence: 0, job: {}, onCancel: {})
+    heap.insert(TimerEntry(timer, sequence: 0))
+    #expect(heap.firstIsDead == false)
+    timer.cancel()
+    #expect(heap.firstIsDead == true)
   }
 
   @Test func theFirstDeadlineFollowsWhicheverHeadIsEarlier() {
     var generator = SplitMix64(seed: 11)
-    var heap = TimerHeap<Timer>()
+    var heap = TimerHeap()
     var added: [Timer] = []
     for sequence in 0..<2000 {
       let deadline = generator.next() % 3 == 0 ? generator.next() % 5000 : UInt64(sequence) * 3
       let timer = Timer(deadline: deadline, sequence: UInt64(sequence))
       added.append(timer)
-      heap.insert(timer)
+      heap.insert(timer.entry)
       let earliest = added.min { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }!
       #expect(heap.firstDeadline == earliest.deadline)
-      #expect(heap.withFirst { $0 } == earliest)
+      #expect(first(heap) == earliest)
     }
     drain(&heap, expecting: added)
   }
+}
+
+/// A reference that does not keep its object alive.
+private final class Weak {
+  weak var object: LoopTimer?
+  init(_ object: LoopTimer) { self.object = object }
 }

@@ -1,3 +1,6 @@
+import Coroutines
+import Dispatch
+import Synchronization
 import Testing
 
 @testable import ExamplesKit
@@ -30,7 +33,7 @@ import Testing
     #expect(table.contains { $0.contains("did not run: over the 10-thread cap") })
   }
 
-  /// Thousands of coroutines woken from Dispatch threads, and a thread side capped at zero.
+  /// Thousands of coroutines woken by their loop's timers, and a thread side capped at zero.
   @Test func thousandsOfCoroutinesAllFinish() throws {
     var configuration = ConcurrencyWalkthrough.Configuration()
     configuration.sizes = [2_000]
@@ -40,6 +43,42 @@ import Testing
     #expect(rows[0].coroutines.completedTasks == 2_000)
     #expect(rows[0].coroutines.threads == 1)
     #expect(throws: ConcurrencyWalkthrough.DidNotRun.self) { try rows[0].threads.get() }
+  }
+
+  @Test func aCoroutinesRequestIsAnsweredOnItsOwnLoopAfterTheLatency() throws {
+    let device = SimulatedDevice(latency: 0.002)
+    let answers = try CoroutineLoop.run { () -> [(onLoop: Bool, waited: UInt64)] in
+      let loop = CoroutineLoop.current
+      return try (0..<3).map { _ in
+        let start = DispatchTime.now().uptimeNanoseconds
+        let returned = Atomic<Bool>(false)
+        let answeredOnLoop: Bool = try co_await { done in
+          device.request {
+            // After `request` returned, from a timer of the requesting coroutine's loop.
+            let onLoop = returned.load(ordering: .relaxed) && CoroutineLoop.current === loop
+            done(.success(onLoop))
+          }
+          returned.store(true, ordering: .relaxed)
+        }
+        return (answeredOnLoop, DispatchTime.now().uptimeNanoseconds - start)
+      }
+    }
+    #expect(answers.allSatisfy { $0.onLoop })
+    #expect(answers.allSatisfy { $0.waited >= 2_000_000 })
+    #expect(device.requestCount == 3)
+  }
+
+  @Test func aRequestOffAnyLoopIsAnsweredFromAnotherThread() {
+    let device = SimulatedDevice(latency: 0)
+    let answered = DispatchSemaphore(value: 0)
+    let onALoop = Atomic<Bool>(true)
+    device.request {
+      onALoop.store(CoroutineLoop.current != nil, ordering: .relaxed)
+      answered.signal()
+    }
+    answered.wait()
+    let answeredOnALoop = onALoop.load(ordering: .relaxed)
+    #expect(!answeredOnALoop)
   }
 
   @Test func everyWaitReachesTheDevice() {

@@ -93,17 +93,23 @@ public enum ConcurrencyWalkthrough {
   {
     CoroutineStack.drainPool()
     let device = SimulatedDevice(latency: configuration.waitSeconds)
-    let threadIDs = Locked<Set<ObjectIdentifier>>([])
+    let threadIDs = Locked<Set<pthread_t>>([])
     let completed = Locked(0)
     let sampler = MemorySampler()
     let start = DispatchTime.now()
     try CoroutineLoop.run {
       let all = (0..<tasks).map { _ in
         co_launch(stackSize: configuration.stackSize) {
+          // The thread is noted when it changes, not after every wait: a lock per wait would
+          // weigh on what is measured.
+          var lastThread: pthread_t?
           for _ in 0..<configuration.waitsPerTask {
             let _: Void = try co_await { done in device.request { done(.success(())) } }
-            let me = ObjectIdentifier(Thread.current)
-            threadIDs.withLock { _ = $0.insert(me) }
+            let me = pthread_self()
+            if me != lastThread {
+              lastThread = me
+              threadIDs.withLock { _ = $0.insert(me) }
+            }
           }
           completed.withLock { $0 += 1 }
         }

@@ -1,9 +1,13 @@
+import Coroutines
 import Dispatch
 import Synchronization
 
-/// A device that answers every request after a fixed latency, from a background queue: the
-/// "I/O" both sides of the experiment wait for. A thread waits for it by blocking; a coroutine
-/// by suspending.
+/// A device that answers every request after a fixed latency: the "I/O" both sides of the
+/// experiment wait for. A thread waits for it by blocking; a coroutine by suspending.
+///
+/// A request made on a loop's thread (a coroutine's) is answered by a timer of that loop, so
+/// its completion runs on the loop, as a real device's readiness reaches a loop through its
+/// poller. A request made elsewhere (a blocked thread's) is answered from a background queue.
 final class SimulatedDevice: Sendable {
   private let latency: Double
   private let requests = Atomic<Int>(0)
@@ -14,11 +18,14 @@ final class SimulatedDevice: Sendable {
   /// Requests served so far.
   var requestCount: Int { requests.load(ordering: .relaxed) }
 
-  /// Calls `completion` once the request is done, on a background queue.
+  /// Calls `completion` once the request is done: on the calling thread's loop if it runs one,
+  /// else on a background queue.
   func request(_ completion: @escaping @Sendable () -> Void) {
     requests.add(1, ordering: .relaxed)
-    DispatchQueue.global().asyncAfter(deadline: .now() + latency) {
-      completion()
+    if let loop = CoroutineLoop.current {
+      _ = loop.schedule(after: latency, completion)
+    } else {
+      DispatchQueue.global().asyncAfter(deadline: .now() + latency, execute: completion)
     }
   }
 

@@ -25,7 +25,9 @@ final class CoroutineResumer<T>: @unchecked Sendable {  // `Coroutine.claim` mak
   @inlinable
   func resume(_ result: Result<T, any Error>) {
     guard coroutine.claim(generation) else { return }
-    slot.pointee = result
+    // Initialized over the nil the slot holds until now, which needs no destroying: an
+    // assignment destroyed it through the optional's value witness, a cost in debug builds.
+    slot.initialize(to: result)
     coroutine.wake()
   }
 

@@ -63,7 +63,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// loops of the group may take too (see `enqueueFromElsewhere(_:)`).
   let roamingInbox = RemoteInbox()
   @exclusivity(unchecked) private var localJobs = JobQueue()
-  @exclusivity(unchecked) private var timers = TimerHeap<TimerEntry>()
+  @exclusivity(unchecked) private var timers = TimerHeap()
   /// `co_delay` sleeps in `timers` that have neither rung nor ended early. Only the loop's own
   /// thread arms, wakes and ends them, so a plain counter does: an atomic's locked add right
   /// after switching into a cold coroutine waited for that switch's stores to drain.
@@ -307,7 +307,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       if ready != nil, findGroupWork() { continue }
       if !waitForWork() { break }
     }
-    timers = TimerHeap<TimerEntry>()
+    timers = TimerHeap()
     if ready != nil { returnStashedStacks() }
   }
 
@@ -331,12 +331,12 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   private func fireDueTimers() -> Bool {
     let now = monotonicNanoseconds()
     var fired = 0
-    while let deadline = timers.firstDeadline {
-      if deadline > now, timers.withFirst({ !$0.isDead }) == true { return false }
+    while let first = timers.first {
+      if first.pointee.deadline > now, !first.pointee.isDead { return false }
       if fired == Self.timerBatch { return true }
       // Firing writes to the object of each timer; with thousands due at once, each would be
       // a cache miss in turn. Asked for a few timers early, they arrive together.
-      timers.withQueued(at: Self.timerPrefetchDistance) { $0.prefetch() }
+      timers.prefetchQueued(at: Self.timerPrefetchDistance)
       let entry = timers.removeFirst()!
       switch entry.action {
       case .timer(let timer):
@@ -399,7 +399,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Sleeps in the poller until there is work (a timer due, a descriptor ready, another
   /// thread's job); returns false when the loop is idle and should end.
   private func waitForWork() -> Bool {
-    while timers.withFirst({ $0.isDead }) == true { _ = timers.removeFirst() }
+    while timers.firstIsDead { _ = timers.removeFirst() }
     // Spinning watches only other threads' work: with descriptors to watch, the loop sleeps in
     // the poller at once, which sees both.
     if poller.waiterCount == 0, spinForRemoteWork() { return true }

@@ -15,7 +15,7 @@ import Synchronization
 /// `wokenEarly` is the handshake that keeps two threads off one stack: a wake-up that arrives
 /// while the coroutine is still on its way out only leaves a mark, and whoever switched the
 /// coroutine out schedules its resumption once it is really off its stack.
-enum CoroutineState: UInt8, Sendable, CustomStringConvertible {
+enum CoroutineState: UInt8, CaseIterable, Sendable, CustomStringConvertible {
   case created, running, wokenEarly, suspended, scheduled, finished
 
   /// What can happen to a coroutine.
@@ -99,4 +99,24 @@ extension CoroutineState {
   }
 }
 
-extension CoroutineState: AtomicRepresentable {}
+/// Written out rather than left to the default for `RawRepresentable` types: that one is generic,
+/// and in a debug build every load, store and compare-and-swap of a coroutine's state went
+/// through it and looked up metadata at run time. A bit cast rather than `rawValue` and
+/// `init(rawValue:)`, whose synthesized switches are as slow there: a case without payload is
+/// stored as its index, which is its raw value (a test checks every case).
+extension CoroutineState: AtomicRepresentable {
+  typealias AtomicRepresentation = UInt8.AtomicRepresentation
+
+  static func encodeAtomicRepresentation(_ value: consuming CoroutineState)
+    -> UInt8.AtomicRepresentation
+  {
+    UInt8.encodeAtomicRepresentation(unsafeBitCast(value, to: UInt8.self))
+  }
+
+  static func decodeAtomicRepresentation(_ storage: consuming UInt8.AtomicRepresentation)
+    -> CoroutineState
+  {
+    // Only `encodeAtomicRepresentation` writes the storage, so the byte is always a case.
+    unsafeBitCast(UInt8.decodeAtomicRepresentation(storage), to: CoroutineState.self)
+  }
+}

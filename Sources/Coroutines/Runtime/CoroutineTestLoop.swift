@@ -102,7 +102,7 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
       let timer = LoopTimer(
         deadline: state.now.addingClamped(delay), sequence: state.nextSequence, job: job,
         onCancel: { [weak self] in self?.state.withLock { $0.pendingTimers -= 1 } })
-      state.timers.insert(timer)
+      state.timers.insert(TimerEntry(timer, sequence: timer.sequence))
       state.pendingTimers += 1
       state.moveDueTimers(dueBy: state.now)  // a delay of zero is ready at once, in order
       return timer
@@ -186,9 +186,9 @@ extension CoroutineTestLoop {
   }
 
   /// Everything behind the loop's lock: the ready jobs, the timers and the clock.
-  fileprivate struct State {
+  fileprivate struct State: ~Copyable {
     var ready = ReadyJobs()
-    var timers = TimerHeap<LoopTimer>()
+    var timers = TimerHeap()
     var pendingTimers = 0
     /// Virtual nanoseconds: whole numbers, so deadlines and sums of advances compare exactly.
     var now: UInt64 = 0
@@ -222,22 +222,22 @@ extension CoroutineTestLoop {
     /// due by then ready; false when no timer is due by `target`.
     mutating func fireNextTimers(upTo target: UInt64) -> Bool {
       dropCancelledTimers()
-      guard let first = timers.first, first.deadline <= target else { return false }
-      now = max(now, first.deadline)
+      guard let first = timers.firstDeadline, first <= target else { return false }
+      now = max(now, first)
       moveDueTimers(dueBy: now)
       return true
     }
 
     /// Moves the timers due by `deadline` from the heap to the ready jobs, in deadline order.
     mutating func moveDueTimers(dueBy deadline: UInt64) {
-      while let first = timers.first, first.deadline <= deadline || first.isCancelled {
-        _ = timers.removeFirst()
-        if !first.isCancelled { ready.append(.timer(first)) }
+      while let first = timers.first, first.pointee.deadline <= deadline || first.pointee.isDead {
+        guard let timer = timers.removeFirst()?.timer else { continue }
+        if !timer.isCancelled { ready.append(.timer(timer)) }
       }
     }
 
     private mutating func dropCancelledTimers() {
-      while let first = timers.first, first.isCancelled { _ = timers.removeFirst() }
+      while timers.firstIsDead { _ = timers.removeFirst() }
     }
   }
 

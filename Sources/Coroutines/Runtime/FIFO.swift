@@ -1,12 +1,13 @@
 /// A first-in, first-out queue: a ring of slots, O(1) at both ends.
 ///
-/// Channels queue their values and waiters in it, the loop's timer queue its in-order run, and
-/// the test loop its ready jobs (which it also takes out of order, for a seeded pick).
+/// Channels queue their values and waiters in it, and the test loop its ready jobs (which it
+/// also takes out of order, for a seeded pick). The loop's own queues are concrete instead
+/// (`JobQueue`, `TimerHeap`): a debug build does not specialise a generic one.
 ///
 /// A ring rather than an array with a moving head: reclaiming the taken slots at the front of
 /// an array moved the rest down and destroyed every taken slot through the element type's
-/// value witness, which with ten thousand sleepers in the timer queue came to about a fifth of
-/// the instructions of each wake-up.
+/// value witness, which with ten thousand queued elements came to about a fifth of the
+/// instructions of each wake-up.
 @usableFromInline
 struct FIFO<Element> {
   /// The ring: `count` elements from `head` on, wrapping past the end; every other slot is nil.

@@ -46,8 +46,11 @@ struct JobQueue: ~Copyable {
     storage.deallocate()
   }
 
-  var isEmpty: Bool { count == 0 }
+  var isEmpty: Bool {
+    @_transparent get { count == 0 }
+  }
 
+  @_transparent
   private func slot(_ offset: Int) -> Int { (head &+ offset) & (capacity &- 1) }
 
   mutating func append(_ job: consuming LoopJob) {

@@ -57,8 +57,18 @@ func monotonicNanoseconds() -> UInt64 {
 
 /// Converts a delay in seconds to whole nanoseconds, treating negative delays as zero.
 func nanoseconds(fromSeconds seconds: Double, in call: StaticString) -> UInt64 {
-  coPrecondition(!seconds.isNaN, "\(call): the delay is NaN")
+  // Not `coPrecondition`, and the message built elsewhere: in a debug build its closures, or
+  // the interpolation's zeroed locals here, cost more than the rest of this function.
+  if seconds.isNaN { delayIsNaN(in: call) }
   if seconds <= 0 { return 0 }
   let value = seconds * 1e9
-  return value >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(value)
+  // 2^63, `Double(UInt64.max / 2)` as a literal: that conversion is generic, a witness-table
+  // look-up per call in a debug build.
+  return value >= 0x1p63 ? UInt64.max / 2 : UInt64(value)
+}
+
+/// Stops the program: a NaN delay given to `call`.
+@inline(never)
+private func delayIsNaN(in call: StaticString) -> Never {
+  coStop("\(call): the delay is NaN")
 }

@@ -32,15 +32,6 @@ final class LoopTimer: CoroutineTimer, Sendable {
   var isCancelled: Bool { done.load(ordering: .acquiring) }
 }
 
-/// What a timer heap orders: a deadline, then the order of insertion.
-protocol TimerOrdered {
-  var deadline: UInt64 { get }
-  var sequence: UInt64 { get }
-}
-
-extension LoopTimer: TimerOrdered {}
-extension TimerEntry: TimerOrdered {}
-
 /// What waits in a loop's timer heap: a timer's job, or a coroutine asleep in `co_delay`
 /// (woken directly, so a delay allocates nothing).
 struct TimerEntry {
@@ -65,6 +56,12 @@ struct TimerEntry {
     self.deadline = deadline
     self.sequence = sequence
     action = .sleep(coroutine, generation)
+  }
+
+  /// The timer the entry fires, if it is a timer's (not a sleep's).
+  var timer: LoopTimer? {
+    if case .timer(let timer) = action { return timer }
+    return nil
   }
 
   /// Asks the processor for the object the entry fires on (its timer, or its coroutine's
@@ -100,127 +97,209 @@ struct TimerEntry {
 /// those armed before it. Such a timer is appended to the run, where adding and taking it cost
 /// O(1) instead of a sift through the heap (14 levels for 10 000 sleepers); only a timer due
 /// before the run's last one goes to the heap. The earlier of the two heads is the first timer.
-struct TimerHeap<Entry: TimerOrdered> {
-  private var entries: [Entry] = []
+///
+/// Concrete, not generic over its entries, and without closures: in a debug build a generic
+/// container looks up its type's metadata in the runtime's tables and copies entries through
+/// value witnesses on every operation, which made a loop's timers slower than Dispatch's. The
+/// smallest helpers are `@_transparent`, the one kind of function a debug build inlines: as calls
+/// they cost more than their bodies.
+struct TimerHeap: ~Copyable {
+  /// The heap, in its ring's slots from 0 (its head never moves).
+  private var heap = TimerEntryRing()
   /// Timers in order.
-  private var run = FIFO<Entry>()
+  private var run = TimerEntryRing()
   /// The key of the run's last timer (meaningless while the run is empty), kept apart so that
   /// an insertion compares with it without touching that timer.
   private var runLast = Key(deadline: 0, sequence: 0)
 
-  private struct Key: Comparable {
+  private struct Key {
     let deadline: UInt64
     let sequence: UInt64
 
+    @_transparent
     init(deadline: UInt64, sequence: UInt64) {
       self.deadline = deadline
       self.sequence = sequence
     }
 
-    init(_ entry: borrowing Entry) {
-      deadline = entry.deadline
-      sequence = entry.sequence
+    /// The key of the entry at `entry`, read in place.
+    @_transparent
+    init(_ entry: UnsafeMutablePointer<TimerEntry>) {
+      deadline = entry.pointee.deadline
+      sequence = entry.pointee.sequence
     }
 
     /// Earlier deadline first; equal deadlines in the order they were added.
-    static func < (a: Key, b: Key) -> Bool { (a.deadline, a.sequence) < (b.deadline, b.sequence) }
+    @_transparent
+    func isBefore(_ other: Key) -> Bool {
+      deadline != other.deadline ? deadline < other.deadline : sequence < other.sequence
+    }
   }
 
-  var isEmpty: Bool { entries.isEmpty && run.isEmpty }
-  /// How many timers are waiting (for tests).
-  var count: Int { entries.count + run.count }
+  init() {}
 
-  /// The first timer (a copy: use ``withFirst(_:)`` on hot paths).
-  var first: Entry? { mutating get { withFirst { copy $0 } } }
+  var isEmpty: Bool {
+    @_transparent get { heap.isEmpty && run.isEmpty }
+  }
+  /// How many timers are waiting (for tests).
+  var count: Int { heap.count &+ run.count }
+
+  /// The first timer, in place (no copy: no retain of its object), or nil when there is none.
+  /// Valid until the heap next changes.
+  var first: UnsafeMutablePointer<TimerEntry>? {
+    if run.isEmpty { return heap.isEmpty ? nil : heap.entry(at: 0) }
+    return firstIsInHeap ? heap.entry(at: 0) : run.entry(at: 0)
+  }
 
   /// The first timer's deadline, without touching the timer's object.
-  ///
-  /// This and the other accessors that look at entries in place are `mutating`: called on a
-  /// heap stored in a class (the loop's), a non-mutating call works on a copy, which retains
-  /// and releases both arrays' buffers, two pairs of locked instructions per call on the path
-  /// of every timed wake-up; a mutating one works on the stored heap itself.
   var firstDeadline: UInt64? {
-    mutating get { withFirst { $0.deadline } }
+    guard let first else { return nil }
+    return first.pointee.deadline
   }
 
-  /// Calls `body` with the first timer in place, or returns nil when there is none.
-  mutating func withFirst<R>(_ body: (borrowing Entry) -> R) -> R? {
-    switch firstPlace {
-    case .none: nil
-    case .heap: entries.withUnsafeBufferPointer { body($0[0]) }
-    case .run: run.withElement(body)
+  /// True when the first timer is dead (see ``TimerEntry/isDead``); false when there is none.
+  var firstIsDead: Bool {
+    guard let first else { return false }
+    return first.pointee.isDead
+  }
+
+  /// True when both heads hold a timer and the heap's is due first.
+  private var firstIsInHeap: Bool {
+    @_transparent get {
+      !heap.isEmpty && !run.isEmpty && Key(heap.entry(at: 0)).isBefore(Key(run.entry(at: 0)))
     }
   }
 
-  /// Calls `body` with the timer `offset` places behind the run's head, in place, or returns nil
-  /// when the run is shorter: for warming the caches ahead of the timers about to fire (most of
-  /// which are in the run).
-  mutating func withQueued<R>(at offset: Int, _ body: (borrowing Entry) -> R) -> R? {
-    run.withElement(at: offset, body)
+  /// Warms the caches for the timer `offset` places behind the run's head, if the run is that
+  /// long: for the timers about to fire, most of which are in the run.
+  func prefetchQueued(at offset: Int) {
+    guard offset < run.count else { return }
+    run.entry(at: offset).pointee.prefetch()
   }
 
-  private enum Place { case none, heap, run }
-
-  /// Which head holds the first timer.
-  private var firstPlace: Place {
-    guard let runFirst = run.withElement({ Key($0) }) else {
-      return entries.isEmpty ? .none : .heap
-    }
-    if entries.isEmpty { return .run }
-    return entries.withUnsafeBufferPointer { Key($0[0]) } < runFirst ? .heap : .run
-  }
-
-  mutating func insert(_ entry: consuming Entry) {
-    let key = Key(entry)
+  mutating func insert(_ entry: consuming TimerEntry) {
+    let key = Key(deadline: entry.deadline, sequence: entry.sequence)
     // Due no earlier than the run's last (or the run is empty): it joins the run.
-    if run.isEmpty || !(key < runLast) {
+    if run.isEmpty || !key.isBefore(runLast) {
       runLast = key
       run.append(entry)
       return
     }
-    entries.append(entry)
-    entries.withUnsafeMutableBufferPointer { heap in
-      var child = heap.count - 1
-      while child > 0 {
-        let parent = (child - 1) / 2
-        guard Self.isEarlier(heap, child, parent) else { break }
-        heap.swapAt(child, parent)
-        child = parent
-      }
+    heap.append(entry)
+    var child = heap.count &- 1
+    while child > 0 {
+      let parent = (child &- 1) / 2
+      guard isEarlier(child, parent) else { break }
+      heap.swapAt(child, parent)
+      child = parent
     }
   }
 
-  mutating func removeFirst() -> Entry? {
-    switch firstPlace {
-    case .none: nil
-    case .heap: removeFirstOfHeap()
-    case .run: run.popFirst()
-    }
+  mutating func removeFirst() -> TimerEntry? {
+    if run.isEmpty || firstIsInHeap { return removeFirstOfHeap() }
+    return run.popFirst()
   }
 
-  private mutating func removeFirstOfHeap() -> Entry? {
-    guard !entries.isEmpty else { return nil }
-    entries.swapAt(0, entries.count - 1)
-    let first = entries.removeLast()
-    entries.withUnsafeMutableBufferPointer { heap in
-      var parent = 0
-      while true {
-        let left = 2 * parent + 1
-        let right = left + 1
-        var earliest = parent
-        if left < heap.count, Self.isEarlier(heap, left, earliest) { earliest = left }
-        if right < heap.count, Self.isEarlier(heap, right, earliest) { earliest = right }
-        guard earliest != parent else { break }
-        heap.swapAt(parent, earliest)
-        parent = earliest
-      }
+  private mutating func removeFirstOfHeap() -> TimerEntry? {
+    guard !heap.isEmpty else { return nil }
+    heap.swapAt(0, heap.count &- 1)
+    let first = heap.popLast()
+    var parent = 0
+    while true {
+      let left = 2 &* parent &+ 1
+      let right = left &+ 1
+      var earliest = parent
+      if left < heap.count, isEarlier(left, earliest) { earliest = left }
+      if right < heap.count, isEarlier(right, earliest) { earliest = right }
+      guard earliest != parent else { break }
+      heap.swapAt(parent, earliest)
+      parent = earliest
     }
     return first
   }
 
-  private static func isEarlier(_ heap: UnsafeMutableBufferPointer<Entry>, _ i: Int, _ j: Int)
-    -> Bool
-  {
-    Key(heap[i]) < Key(heap[j])
+  @_transparent
+  private func isEarlier(_ i: Int, _ j: Int) -> Bool {
+    Key(heap.entry(at: i)).isBefore(Key(heap.entry(at: j)))
+  }
+}
+
+/// A ring of timer entries in raw slots, O(1) at both ends, growing by doubling: the storage of
+/// both parts of a ``TimerHeap``. Raw, like `JobQueue`: entries are moved in and out of their
+/// slots, with no uniqueness check or optional wrapper per access. Noncopyable, because it owns
+/// that storage.
+struct TimerEntryRing: ~Copyable {
+  private var storage: UnsafeMutablePointer<TimerEntry>
+  /// A power of two, so that wrapping is a mask.
+  private var capacity: Int
+  private var head = 0
+  private(set) var count = 0
+
+  init() {
+    capacity = 16
+    storage = .allocate(capacity: capacity)
+  }
+
+  deinit {
+    var offset = 0
+    while offset < count {
+      (storage + slot(offset)).deinitialize(count: 1)
+      offset &+= 1
+    }
+    storage.deallocate()
+  }
+
+  var isEmpty: Bool {
+    @_transparent get { count == 0 }
+  }
+
+  @_transparent
+  private func slot(_ offset: Int) -> Int { (head &+ offset) & (capacity &- 1) }
+
+  /// The entry `offset` places from the front, in place; valid until the ring next changes.
+  @_transparent
+  func entry(at offset: Int) -> UnsafeMutablePointer<TimerEntry> { storage + slot(offset) }
+
+  mutating func append(_ entry: consuming TimerEntry) {
+    if count == capacity { grow() }
+    (storage + slot(count)).initialize(to: entry)
+    count &+= 1
+  }
+
+  mutating func popFirst() -> TimerEntry? {
+    guard count > 0 else { return nil }
+    let entry = (storage + head).move()
+    head = slot(1)
+    count &-= 1
+    return entry
+  }
+
+  mutating func popLast() -> TimerEntry? {
+    guard count > 0 else { return nil }
+    count &-= 1
+    return (storage + slot(count)).move()
+  }
+
+  /// Swaps two entries by moving them (a copy would retain their objects).
+  mutating func swapAt(_ i: Int, _ j: Int) {
+    guard i != j else { return }
+    let a = entry(at: i)
+    let b = entry(at: j)
+    let held = a.move()
+    a.initialize(to: b.move())
+    b.initialize(to: held)
+  }
+
+  private mutating func grow() {
+    let bigger = UnsafeMutablePointer<TimerEntry>.allocate(capacity: capacity * 2)
+    var offset = 0
+    while offset < count {
+      (bigger + offset).initialize(to: (storage + slot(offset)).move())
+      offset &+= 1
+    }
+    storage.deallocate()
+    storage = bigger
+    capacity *= 2
+    head = 0
   }
 }
