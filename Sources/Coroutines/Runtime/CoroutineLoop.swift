@@ -447,6 +447,12 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// woken and answer (a few microseconds here), with room to spare.
   static let longestSpin: UInt64 = 25_000
 
+  /// How long the loop watches between two offers of its processor to other threads. Work that
+  /// arrives while the loop is inside `sched_yield` waits for the system call to return (half a
+  /// microsecond or more on a virtual machine); offered every few looks, the processor was given
+  /// away so often that most wake-ups came during one.
+  static let spinBetweenYields: UInt64 = 4_000
+
   /// Sets the spin budget, on the loop's own thread: tests use a huge one to show that the
   /// spin never outlasts a timer's deadline or an idle loop.
   func setSpinBudgetForTesting(_ nanoseconds: UInt64) {
@@ -454,8 +460,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     spinBudget = nanoseconds
   }
 
-  /// Before sleeping, watches for other threads' work for up to `spinBudget`, yielding the
-  /// processor between looks. Falling asleep and being woken costs each side a trip through
+  /// Before sleeping, watches for other threads' work for up to `spinBudget`, offering the
+  /// processor to other threads every `spinBetweenYields`. Falling asleep and being woken costs each side a trip through
   /// the kernel (about 5 µs per cross-thread round trip on this machine), so when a reply is
   /// about to come, as it is when a coroutine awaits another thread's answer, spinning is
   /// much faster. The budget adapts: it is spent only after a recent sleep ended early by
@@ -472,6 +478,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       if deadline <= start { return true }
       end = min(end, deadline)
     }
+    var nextYield = start &+ Self.spinBetweenYields
     while true {
       for _ in 0..<64 {
         if remoteWorkMayWait { return true }
@@ -480,7 +487,10 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       if now >= end { break }
       // Every coroutine finished (one may have finished on another thread): stop watching.
       if liveCoroutines == 0, groupReference == nil { break }
-      sched_yield()
+      if now >= nextYield {
+        sched_yield()
+        nextYield = now &+ Self.spinBetweenYields
+      }
     }
     spinBudget = spinBudget / 2 >= 1_000 ? spinBudget / 2 : 0
     return false
