@@ -76,25 +76,34 @@ struct AccountingLoop {
 ///
 /// Coroutines are kept in one of a few tables, each behind its own lock, chosen by the thread
 /// that creates them: a coroutine takes a lock only when it is created and when it finishes,
-/// never to suspend or resume, and launches on different threads do not meet on the same lock. The tables hold no
-/// reference: a coroutine leaves its table when it finishes or, at the latest, in its `deinit`,
-/// and readers look at it only while holding the table's lock.
+/// never to suspend or resume, and launches on different threads do not meet on the same lock.
+/// The tables hold no reference: a coroutine leaves its table when it finishes or, at the
+/// latest, in its `deinit`, and readers look at it only while holding the table's lock.
 enum CoroutineRegistry {
   /// The tables, in one allocation that is never freed: reaching one costs no retain (an array
   /// of objects retained and released the shard on every link and unlink).
   // nonisolated(unsafe): each table is behind its own mutex, and the pointer never changes.
-  nonisolated(unsafe) private static let shards: UnsafeMutablePointer<Mutex<Slots>> = {
-    let shards = UnsafeMutablePointer<Mutex<Slots>>.allocate(capacity: shardCount)
-    for index in 0..<shardCount { (shards + index).initialize(to: Mutex(Slots())) }
+  nonisolated(unsafe) private static let shards: UnsafeMutablePointer<Shard> = {
+    let shards = UnsafeMutablePointer<Shard>.allocate(capacity: shardCount)
+    for index in 0..<shardCount { (shards + index).initialize(to: Shard()) }
     return shards
   }()
+
+  /// A table and its lock, padded so that the parts two threads use never share a cache line:
+  /// packed side by side, the tables of a group's loops (neighbours, as threads take tables in
+  /// turn) moved between the cores at every launch.
+  private struct Shard: ~Copyable {
+    let table = Mutex(Slots())
+    private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+      (0, 0, 0, 0, 0, 0, 0, 0)
+  }
   private static let shardCount = 1 << shardBits
 
   /// Coroutines created and not yet finished: each table counts its own under its lock, which
   /// a link and an unlink take anyway (a process-wide atomic counter cost two locked
   /// instructions per coroutine, on a line that every thread's coroutines contend for).
   static var liveCount: Int {
-    (0..<shardCount).reduce(0) { sum, index in sum + shards[index].withLock { $0.live } }
+    (0..<shardCount).reduce(0) { sum, index in sum + shards[index].table.withLock { $0.live } }
   }
 
   /// A coroutine was created: it is counted and listed, and its loop (`accounting`, looked up
@@ -155,7 +164,7 @@ enum CoroutineRegistry {
   /// of a two-loop group move a lock's line between the cores about half the time.
   private static func link(_ coroutine: Coroutine) {
     let shard = currentShard
-    let slot = shards[shard].withLock { $0.insert(address(coroutine)) }
+    let slot = shards[shard].table.withLock { $0.insert(address(coroutine)) }
     coroutine.registryEntry.slot.store(slot << shardBits | shard, ordering: .relaxed)
   }
 
@@ -168,7 +177,7 @@ enum CoroutineRegistry {
     guard entry >= 0 || finished else { return }
     // The count of a coroutine that is no longer listed may come off any table's.
     let shard = entry >= 0 ? entry & (1 << shardBits - 1) : currentShard
-    shards[shard].withLock { slots in
+    shards[shard].table.withLock { slots in
       if entry >= 0 { slots.remove(at: entry >> shardBits) }
       if finished { slots.live -= 1 }
     }
@@ -180,7 +189,7 @@ enum CoroutineRegistry {
     var result: [CoroutineSnapshot] = []
     var fibers: [UInt] = []
     for index in 0..<shardCount {
-      shards[index].withLock { slots in
+      shards[index].table.withLock { slots in
         for index in 0..<slots.count where Slots.isCoroutine(slots[index]) {
           let address = slots[index]
           withCoroutine(at: address) { coroutine in
