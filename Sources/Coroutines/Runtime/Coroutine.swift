@@ -337,7 +337,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   /// A fiber for the coroutine: from the stack pool, or bound to one of its loop's shared stacks.
   private func takeFiber() throws(CoroutineError) -> OpaquePointer {
-    if roams, let fiber = loopRunningHere?.takeStashedStack(size: stackSize) { return fiber }
+    if roams, let loop = loopRunningHereUnretained,
+      let fiber = loop._withUnsafeGuaranteedRef({ $0.takeStashedStack(size: stackSize) })
+    {
+      return fiber
+    }
     guard usesSharedStack else { return try StackPool.shared.take(size: stackSize) }
     let stack = try loop!.takeUnretainedValue().sharedStacks.stack(size: stackSize)
     guard let fiber = cu_fiber_new_shared(stack) else {
@@ -347,7 +351,11 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   private func giveBackFiber(_ fiber: OpaquePointer) {
-    if roams, let loop = loopRunningHere, loop.stashStack(fiber, size: stackSize) { return }
+    if roams, let loop = loopRunningHereUnretained,
+      loop._withUnsafeGuaranteedRef({ $0.stashStack(fiber, size: stackSize) })
+    {
+      return
+    }
     if usesSharedStack {
       cu_fiber_free(fiber)
     } else {
@@ -638,9 +646,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   /// The loop the coroutine resumes on, when the calling thread is running it now: the loop
   /// whose poller its descriptor waits go to.
-  var loopRunningHere: CoroutineLoop? {
+  var loopRunningHere: CoroutineLoop? { loopRunningHereUnretained?.takeUnretainedValue() }
+
+  /// `loopRunningHere`, unretained (the thread runs it): a retain and a release of a group's
+  /// loop, which its other threads also touch, per stack taken and given back.
+  private var loopRunningHereUnretained: Unmanaged<CoroutineLoop>? {
     guard let loop, loop._withUnsafeGuaranteedRef({ $0.isCurrent }) else { return nil }
-    return loop.takeUnretainedValue()
+    return loop
   }
 
   /// True while the wait of `generation` is armed and unclaimed.
