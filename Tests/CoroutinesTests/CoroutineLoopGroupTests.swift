@@ -156,6 +156,46 @@ import Testing
     #expect(overlapCount == 0)
   }
 
+  @Test func theGroupCountsCoroutinesThatFinishOnAnotherLoopThanTheyStarted() throws {
+    let group = CoroutineLoopGroup(threads: 2)
+    defer { group.shutdown() }
+    let channel = CoChannel<Int>()
+    let gate = CoPromise<Void>()
+    // Children start beside their parent, on either loop; half of them are woken by the other
+    // half, so many finish on another loop than the one that counted them in.
+    let parents = (0..<2).map { _ in
+      co_launch(on: group) {
+        let children = (0..<100).map { index in
+          co_launch(on: group) {
+            try co_await(gate)
+            if index % 2 == 0 { try channel.send(index) } else { _ = try channel.receive() }
+          }
+        }
+        for child in children { try co_await(child) }
+      }
+    }
+    try CoroutineLoop.run {
+      while group.liveCount < 202 { try co_delay(0.001) }
+      #expect(group.liveCount == 202)
+      gate.fulfill(())
+      for parent in parents { try co_await(parent) }
+    }
+    #expect(group.liveCount == 0)
+  }
+
+  @Test func aHandleOfAFinishedChildStillNamesItsGroup() throws {
+    let group = CoroutineLoopGroup(threads: 2)
+    let handle = try CoroutineLoop.run {
+      try co_await(
+        co_launch(on: group) { () -> CoroutineHandle in
+          try co_await(co_launch { CoroutineHandle.current! })  // a child: inherits the group
+        })
+    }
+    group.shutdown()
+    #expect(handle.isFinished)
+    #expect(handle.scheduler === group)
+  }
+
   @Test func aMillionMessagesBetweenLoopsArriveOnce() throws {
     let group = CoroutineLoopGroup(threads: 2)
     defer { group.shutdown() }
