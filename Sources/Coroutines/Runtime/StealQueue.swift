@@ -55,7 +55,7 @@ final class StealQueue: @unchecked Sendable {  // slots, head and tail are atomi
 
   /// Appends `job` (owner only), moving the ring's older half to `spilled` if it is full.
   func append(_ job: StealableJob) {
-    while !appendToRing(job) { spill(takeOlderHalf()) }
+    while !appendToRing(job) { spillOlderHalf() }
   }
 
   /// Appends `job` to the ring (owner only); false, with nothing appended, when it is full.
@@ -152,28 +152,35 @@ final class StealQueue: @unchecked Sendable {  // slots, head and tail are atomi
     }
   }
 
-  /// Keeps `jobs`, the ring's older half, in `spilled` (owner only).
-  private func spill(_ jobs: [StealableJob]) {
-    spilled.withLock { spilled in
-      for job in jobs { spilled.append(job) }
-      spilledCount.store(spilled.count, ordering: .releasing)
+  /// Moves the older half of the ring's entries to `spilled`, oldest first (owner only), for
+  /// when the ring is full. Through a buffer on the stack: a heap array of half the ring is a
+  /// "large" request for glibc's allocator, which first merges every small free block, so each
+  /// spill made the next small allocations split blocks again.
+  private func spillOlderHalf() {
+    withUnsafeTemporaryAllocation(of: UInt.self, capacity: Self.capacity / 2) { buffer in
+      let taken = takeOlderHalf(into: buffer)
+      guard taken > 0 else { return }
+      spilled.withLock { spilled in
+        for index in 0..<taken { spilled.append(StealableJob(bits: buffer[index])) }
+        spilledCount.store(spilled.count, ordering: .releasing)
+      }
     }
   }
 
-  /// Moves the older half of the ring's entries out, oldest first (owner only), for when it is
-  /// full; empty if thieves took them meanwhile.
-  private func takeOlderHalf() -> [StealableJob] {
+  /// Claims the older half of the ring's entries (owner only), copying them into `buffer`;
+  /// how many (none if thieves took them meanwhile).
+  private func takeOlderHalf(into buffer: UnsafeMutableBufferPointer<UInt>) -> Int {
     while true {
       let head = head.load(ordering: .acquiring)
       let taking = (tail.load(ordering: .relaxed) &- head) / 2
-      guard taking > 0 else { return [] }
-      let jobs = (0..<taking).map {
-        StealableJob(bits: slot(head &+ $0).pointee.load(ordering: .relaxed))
+      guard taking > 0 else { return 0 }
+      for offset in 0..<taking {
+        buffer[Int(offset)] = slot(head &+ offset).pointee.load(ordering: .relaxed)
       }
       if self.head.compareExchange(
         expected: head, desired: head &+ taking, ordering: .acquiringAndReleasing
       ).exchanged {
-        return jobs
+        return Int(taking)
       }
     }
   }
