@@ -461,10 +461,10 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   }
 
   /// Before sleeping, watches for other threads' work for up to `spinBudget`, offering the
-  /// processor to other threads every `spinBetweenYields`. Falling asleep and being woken costs each side a trip through
-  /// the kernel (about 5 µs per cross-thread round trip on this machine), so when a reply is
-  /// about to come, as it is when a coroutine awaits another thread's answer, spinning is
-  /// much faster. The budget adapts: it is spent only after a recent sleep ended early by
+  /// processor to other threads every `spinBetweenYields`. Falling asleep and being woken costs
+  /// each side a trip through the kernel (about 5 µs per cross-thread round trip on this
+  /// machine), so when a reply is about to come, as it is when a coroutine awaits another
+  /// thread's answer, spinning is much faster. The budget adapts: it is spent only after a recent sleep ended early by
   /// another thread's work (see `waitForWork`), and halves after every spin that found
   /// nothing, so a loop whose coroutines wait for timers or long jobs soon does not spin at
   /// all. It never spins past the nearest timer's deadline.

@@ -11,9 +11,10 @@ import Synchronization
 ///
 /// When the ring is full, its older half moves to `spilled`, behind a lock of the queue's own,
 /// from which the owner refills the ring once it runs dry (and takes one job in 64, so that
-/// nothing waits there for ever), and a thief takes half once the ring is empty. A queue shared by the whole group took those jobs to whichever loop looked first,
-/// and coroutines then finished, and their memory was freed, on another thread than the one
-/// that made them, which the allocator's locks make slow.
+/// nothing waits there for ever), and a thief takes half once the ring is empty. Each loop keeps
+/// its own: jobs that any loop of the group could take went to whichever looked first, and the
+/// coroutines then finished, and freed their memory, on another thread than the one that made
+/// them, which the allocator's locks make slow.
 ///
 /// An entry is a coroutine's address with its low bit set for a start (a coroutine record is
 /// aligned to 16 bytes): a started coroutine keeps itself alive, and one not yet started is kept
