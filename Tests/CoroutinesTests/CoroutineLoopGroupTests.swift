@@ -106,14 +106,12 @@ import Testing
       let waker = try co_await(wakeUp)
       return CoroutineLoop.current === waker
     }
-    // The waker runs on the other loop, once the receiver has had time to park.
+    // The waker runs on the other loop, once the receiver has parked.
     let waker = try CoroutineLoop.run { () -> CoTask<Void> in
       let parked = try co_await(parkedOn)
+      while receiver.coroutine.currentState != .suspended { try co_delay(0.001) }
       let other = group.loops.first { $0 !== parked }!
-      return co_launch(on: other) {
-        try co_delay(0.02)
-        wakeUp.fulfill(CoroutineLoop.current!)
-      }
+      return co_launch(on: other) { wakeUp.fulfill(CoroutineLoop.current!) }
     }
     try value(of: waker)
     #expect(try value(of: receiver))
@@ -239,9 +237,13 @@ import Testing
     let group = CoroutineLoopGroup(threads: 2)
     defer { group.shutdown() }
     let never = CoPromise<Int>()
-    let waiter = co_launch(on: group.loops[0]) { try co_await(never) }
+    let waiting = CoPromise<Void>()
+    let waiter = co_launch(on: group.loops[0]) { () -> Int in
+      waiting.fulfill(())
+      return try co_await(never)
+    }
     let canceller = co_launch(on: group.loops[1]) {
-      try co_delay(0.01)
+      try co_await(waiting)  // the waiter runs: the cancel finds it waiting, not unstarted
       waiter.cancel()
     }
     try value(of: canceller)
