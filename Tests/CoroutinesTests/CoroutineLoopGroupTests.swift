@@ -177,6 +177,10 @@ import Testing
       #expect(group.liveCount == 202)
       gate.fulfill(())
       for parent in parents { try co_await(parent) }
+      // A task settles as its body returns; its coroutine leaves the count a moment later, on
+      // its loop, once off its stack. A count that missed a finish would stay above zero.
+      let deadline = monotonicNanoseconds() + 5_000_000_000
+      while group.liveCount > 0, monotonicNanoseconds() < deadline { try co_delay(0.001) }
     }
     #expect(group.liveCount == 0)
   }
