@@ -90,6 +90,54 @@ import Testing
     #expect(value == 16)
   }
 
+  @Test func everyCoroutineAwaitingOnePromiseGetsItsValue() throws {
+    let values = try CoroutineLoop.run { () -> [Int] in
+      let promise = CoPromise<Int>()
+      let waiters = (0..<3).map { offset in co_launch { try co_await(promise) + offset } }
+      co_launch { promise.fulfill(10) }
+      return try waiters.map { try co_await($0) }
+    }
+    #expect(values == [10, 11, 12])
+  }
+
+  @Test func aPromiseSettledAfterItsWaiterWasCancelledLeavesThatCoroutineAlone() throws {
+    let promise = CoPromise<Int>()
+    let outcome = try CoroutineLoop.run { () -> String in
+      let waiter = co_launch { try co_await(promise) }
+      // Queued after the waiter's start, so it cancels a coroutine already parked on the promise.
+      co_launch { waiter.cancel() }
+      let outcome: String
+      do {
+        outcome = "value \(try co_await(waiter))"
+      } catch is CancellationError {
+        outcome = "cancelled"
+      }
+      // The waiter has finished: the promise must not wake it again.
+      promise.fulfill(1)
+      try co_delay(0)
+      return outcome
+    }
+    #expect(outcome == "cancelled")
+  }
+
+  @Test func aCoroutineWhoseWaitWasCancelledIsFreedWhenItsPromiseGoesUnsettled() throws {
+    weak var freedLoop: CoroutineLoop?
+    var promise: CoPromise<Int>? = CoPromise()
+    do {
+      let loop = CoroutineLoop()
+      freedLoop = loop
+      let awaited = promise!
+      let waiter = co_launch(on: loop) { try co_await(awaited) }
+      co_launch(on: loop) { waiter.cancel() }
+      loop.run()
+      #expect(throws: CancellationError.self) { try waiter.result?.get() }
+    }
+    // The cancelled wait's entry in the promise still holds the coroutine, which holds its loop.
+    #expect(freedLoop != nil)
+    promise = nil
+    #expect(freedLoop == nil)
+  }
+
   @Test func aRejectedPromiseThrowsFromTheAwait() {
     #expect(throws: Failure(code: 2)) {
       try CoroutineLoop.run { () -> Int in

@@ -24,15 +24,35 @@ final class CoroutineResumer<T>: @unchecked Sendable {  // `Coroutine.claim` mak
   /// Delivers `result` and wakes the coroutine, if this wait has not ended yet.
   @inlinable
   func resume(_ result: Result<T, any Error>) {
-    guard coroutine.claim(generation) else { return }
-    // Initialized over the nil the slot holds until now, which needs no destroying: an
-    // assignment destroyed it through the optional's value witness, a cost in debug builds.
-    slot.initialize(to: result)
-    coroutine.wake()
+    coroutine.deliver(result, to: slot, endingWait: generation)
   }
 
   deinit {
-    if coroutine.claim(generation) { coroutine.wake() }
+    coroutine.endWaitUnanswered(generation)
+  }
+}
+
+extension Coroutine {
+  /// Ends the wait of `generation` with `result`, written to `slot`, and wakes the coroutine,
+  /// if that wait has not ended yet.
+  @inlinable @discardableResult
+  func deliver<T>(
+    _ result: Result<T, any Error>, to slot: UnsafeMutablePointer<Result<T, any Error>?>,
+    endingWait generation: UInt64
+  ) -> Bool {
+    guard claim(generation) else { return false }
+    // Initialized over the nil the slot holds until now, which needs no destroying: an
+    // assignment destroyed it through the optional's value witness, a cost in debug builds.
+    slot.initialize(to: result)
+    wake()
+    return true
+  }
+
+  /// Ends the wait of `generation`, if it has not ended yet, leaving its slot empty: the
+  /// coroutine throws `CancellationError`. For whoever was to answer it and never will.
+  @usableFromInline
+  func endWaitUnanswered(_ generation: UInt64) {
+    if claim(generation) { wake() }
   }
 }
 
@@ -45,6 +65,38 @@ extension Coroutine {
   /// may be using these addresses when the resumer writes, so the result waits on the heap.
   @inlinable @inline(__always)
   func suspend<T>(_ register: (CoroutineResumer<T>) -> Void) throws -> T {
+    let delivered = try waitForDelivery { generation, slot in
+      register(CoroutineResumer(coroutine: self, generation: generation, slot: slot))
+    }
+    guard let delivered else { throw CancellationError() }
+    return try delivered.get()
+  }
+
+  /// Suspends this coroutine until `future` settles (or cancellation ends the wait), then
+  /// returns its value or throws its error. The future tells the coroutine itself, with no
+  /// resumer between them (see `CoFuture.Observer.waiter`).
+  @inlinable @inline(__always)
+  func suspend<T>(awaiting future: CoFuture<T>) throws -> T {
+    let delivered = try waitForDelivery { generation, slot in
+      future.whenComplete(waking: self, generation: generation, into: slot)
+    }
+    guard let delivered else { throw CancellationError() }
+    // The future's entry handed its reference to this record over with the result: released
+    // here, on the coroutine's own thread, the settling thread's last touch of the record is
+    // its wake-up, and the record's cache line does not go back to that thread as this one
+    // resumes.
+    Unmanaged.passUnretained(self).release()
+    return try delivered.get()
+  }
+
+  /// Arms a wait, lets `register` hand its generation and result slot to whoever will end
+  /// it (with `deliver(_:to:endingWait:)` or `endWaitUnanswered(_:)`), and parks until it
+  /// ends; returns what was delivered, or nil when the wait ended without a result
+  /// (cancellation, or a waker that went away).
+  @inlinable @inline(__always)
+  func waitForDelivery<T>(
+    _ register: (UInt64, UnsafeMutablePointer<Result<T, any Error>?>) -> Void
+  ) throws -> Result<T, any Error>? {
     if isCancelled { throw CancellationError() }
     let delivered: Result<T, any Error>?
     if usesSharedStack {
@@ -58,19 +110,19 @@ extension Coroutine {
       withUnsafeMutablePointer(to: &inFrame) { wait(into: $0, register) }
       delivered = inFrame
     }
-    guard let delivered else { throw CancellationError() }
-    return try delivered.get()
+    return delivered
   }
 
-  /// Arms a wait whose result goes to `slot`, registers its resumer and parks until the wait
-  /// ends. Only the resumer that wins the wait writes `slot`, before it wakes the coroutine.
+  /// Arms a wait whose result goes to `slot`, hands its generation and `slot` to `register`
+  /// and parks until the wait ends. Only the waker that wins the wait writes `slot`, before it
+  /// wakes the coroutine.
   @inlinable @inline(__always)
   func wait<T>(
     into slot: UnsafeMutablePointer<Result<T, any Error>?>,
-    _ register: (CoroutineResumer<T>) -> Void
+    _ register: (UInt64, UnsafeMutablePointer<Result<T, any Error>?>) -> Void
   ) {
     let generation = armWait()
-    register(CoroutineResumer(coroutine: self, generation: generation, slot: slot))
+    register(generation, slot)
     endWaitIfCancelled(generation)
     // Parks from the caller's own frame (see "Switching" in Coroutine.swift).
     if let fiber = fiberToPark() { cu_fiber_suspend(fiber) }
@@ -88,7 +140,7 @@ public func co_await<T>(_ future: CoFuture<T>) throws -> T {
   try Coroutine.requireCurrentUnretained()._withUnsafeGuaranteedRef { coroutine in
     if coroutine.isCancelled { throw CancellationError() }
     if let settled = future.result { return try settled.get() }
-    return try coroutine.suspend { resumer in future.whenComplete(resuming: resumer) }
+    return try coroutine.suspend(awaiting: future)
   }
 }
 

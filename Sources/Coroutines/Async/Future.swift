@@ -29,6 +29,10 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
   /// Settled, with observers in `futureObservers` that a ``Trampoline`` will tell: an observer
   /// added meanwhile joins them, after them, rather than running before them.
   @usableFromInline @exclusivity(unchecked) final var futureNotifying = false
+  /// Set while a coroutine may wait in `futureObservers` itself (see ``Observer/waiter``), so
+  /// that the deinitialiser looks for waits to end only when there may be some: looking through
+  /// the observers there, unspecialised, cost every future generic look-ups.
+  @usableFromInline @exclusivity(unchecked) final var futureHoldsWaiter = false
   /// The error of a rejected future.
   @usableFromInline @exclusivity(unchecked) final var futureError: (any Error)?
   /// The value of a fulfilled future: its bytes when `T` is trivial and fits in a word
@@ -39,6 +43,7 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
   @inlinable init() {}
 
   deinit {
+    if futureHoldsWaiter { futureObservers.endAbandonedWaits() }
     // Reads only `T`'s value witnesses, from this instance's class: no look-up.
     if futureWord != 0, !Self.valueFitsInWord {
       Unmanaged<AnyObject>.fromOpaque(
@@ -138,12 +143,26 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
     observe(.resumer(resumer), marking: true)
   }
 
+  /// Ends `coroutine`'s armed wait of `generation` with the outcome, written to `slot`: the
+  /// await path (`co_await`) uses this, with no resumer object between the future and the
+  /// coroutine, so the settling thread reaches the coroutine's record straight from the
+  /// future's. Counts as observing the future.
+  @inlinable
+  final func whenComplete(
+    waking coroutine: Coroutine, generation: UInt64,
+    into slot: UnsafeMutablePointer<Result<T, any Error>?>
+  ) {
+    observe(
+      .waiter(.passRetained(coroutine), generation: generation, slot: slot), marking: true)
+  }
+
   @inlinable
   final func observe(_ observer: Observer, marking: Bool) {
     var route = NotificationRoute.now
     let settled = futureLock.withLock { _ -> Result<T, any Error>? in
       if marking { futureObserved = true }
       if futureState == .pending || futureNotifying {
+        if case .waiter = observer { futureHoldsWaiter = true }
         futureObservers.append(observer)
         return nil
       }
@@ -203,7 +222,7 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
       let chosen = routeLocked()
       route = chosen
       if case .left = chosen { return nil }  // they stay for the trampoline
-      return futureObservers.takeAll()
+      return takeObservers()
     }
     guard let route else { return false }
     if let toNotify {
@@ -254,7 +273,10 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
     let single = futureLock.withLock { _ -> Observer? in
       guard futureObservers.rest.isEmpty else { return nil }
       futureNotifying = false
-      defer { futureObservers.first = nil }
+      defer {
+        futureObservers.first = nil
+        futureHoldsWaiter = false
+      }
       return futureObservers.first
     }
     // Published, so it never changes again: read outside the lock.
@@ -267,7 +289,7 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
   func runLeftWorkOfSeveral() {
     let observers = futureLock.withLock { _ -> Observers in
       futureNotifying = false
-      return futureObservers.takeAll()
+      return takeObservers()
     }
     observers.notifyAll(publishedOutcome)
   }
@@ -307,7 +329,7 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
     guard futureObservers.first != nil else { return nil }
     route = routeLocked()
     if case .left = route { return Observers() }  // they stay for the trampoline
-    return futureObservers.takeAll()
+    return takeObservers()
   }
 
   /// Notifies `observers` of the published outcome, outside the lock.
@@ -324,18 +346,52 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
   @usableFromInline
   func didSettle() {}
 
-  /// One observer: a callback, or a waiting coroutine's resumer (which needs no closure).
+  /// Moves the observers out to be told, inside `futureLock`.
+  @inlinable
+  final func takeObservers() -> Observers {
+    futureHoldsWaiter = false
+    return futureObservers.takeAll()
+  }
+
+  /// One observer: a callback, a waiting coroutine's resumer (which needs no closure), or the
+  /// waiting coroutine itself.
   @usableFromInline
   enum Observer {
     case callback((Result<T, any Error>) -> Void)
     case resumer(CoroutineResumer<T>)
+    /// A coroutine's wait, ended as a resumer would end it (see `Coroutine.deliver`). Holds a
+    /// reference to the record, retained at registration: a delivery hands it to the woken
+    /// coroutine, which releases it on its own thread; otherwise it is released here.
+    case waiter(
+      Unmanaged<Coroutine>, generation: UInt64,
+      slot: UnsafeMutablePointer<Result<T, any Error>?>)
 
     @inlinable
     func notify(_ result: Result<T, any Error>) {
       switch self {
       case .callback(let callback): callback(result)
       case .resumer(let resumer): resumer.resume(result)
+      case .waiter(let coroutine, let generation, let slot):
+        let delivered = coroutine._withUnsafeGuaranteedRef {
+          $0.deliver(result, to: slot, endingWait: generation)
+        }
+        if !delivered { coroutine.release() }
       }
+    }
+
+    /// Ends the wait of a waiting coroutine whose future goes away unsettled.
+    @usableFromInline
+    func endAbandonedWait() {
+      guard case .waiter(let coroutine, let generation, _) = self else { return }
+      coroutine._withUnsafeGuaranteedRef { $0.endWaitUnanswered(generation) }
+      coroutine.release()
+    }
+
+    /// Is a waiting coroutine rather than a callback.
+    @inlinable
+    var wakesCoroutine: Bool {
+      if case .callback = self { return false }
+      return true
     }
   }
 
@@ -351,8 +407,8 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
     /// callback: several observers are the rare case, and the answer only picks a path).
     @inlinable
     var hasCallback: Bool {
-      if case .resumer? = first, rest.isEmpty { return false }
-      return first != nil
+      guard let first else { return false }
+      return !(first.wakesCoroutine && rest.isEmpty)
     }
 
     @inlinable
@@ -373,6 +429,14 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
     func notifyAll(_ outcome: Result<T, any Error>) {
       if let first { first.notify(outcome) }
       if !rest.isEmpty { rest.forEach { $0.notify(outcome) } }
+    }
+
+    /// Ends with `CancellationError` the waits of coroutines still waiting here, as their
+    /// future goes away unsettled, as a resumer dropped unused would.
+    @usableFromInline
+    func endAbandonedWaits() {
+      if let first { first.endAbandonedWait() }
+      for observer in rest { observer.endAbandonedWait() }
     }
   }
 }
