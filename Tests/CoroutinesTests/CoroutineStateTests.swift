@@ -7,10 +7,11 @@ import Testing
   typealias Event = CoroutineState.Event
 
   static let allEvents: [Event] = [
-    .start, .park, .wake, .keepRunning, .reschedule, .resume, .finish,
+    .start, .park, .wake, .keepRunning, .reschedule, .resume, .finish, .parkWatched, .unwatch,
+    .handOver,
   ]
   static let allStates: [CoroutineState] = [
-    .created, .running, .wokenEarly, .suspended, .scheduled, .finished,
+    .created, .running, .wokenEarly, .suspended, .scheduled, .finished, .watched, .handedOver,
   ]
 
   /// The whole legal table; every other pair must be refused.
@@ -25,6 +26,11 @@ import Testing
     "woken early/keepRunning": .running,
     "suspended/wake": .scheduled,
     "scheduled/resume": .running,
+    "running/parkWatched": .watched,
+    "watched/unwatch": .suspended,
+    "watched/wake": .scheduled,
+    "watched/handOver": .handedOver,
+    "handed over/resume": .running,
   ]
 
   @Test func everyLegalTransitionLandsWhereTheTableSays() throws {

@@ -56,8 +56,6 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// resumption then costs no retain. For a coroutine of a group, the group's loop it runs on
   /// (or last ran on).
   private var loop: Unmanaged<CoroutineLoop>?
-  /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
-  private let waitWord = Atomic<UInt64>(0)
 
   /// The async layer's record of this coroutine (its task, which knows its parent and
   /// children): set before the coroutine starts, cleared once it has finished, read only by
@@ -104,6 +102,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     }
   }
 
+  // The wait word and the state side by side: a waker claims the one and changes the other,
+  // and a watching loop looks at the state, so together they cross between cores as one line.
+  /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
+  private let waitWord = Atomic<UInt64>(0)
+  /// The address of the loop that watches the coroutine while it is `watched` or `handedOver`
+  /// (see `parkWatched`); stale otherwise.
+  private let watcher = Atomic<UInt>(0)
   private let state: Atomic<CoroutineState>
   @usableFromInline let cancelled = Atomic<Bool>(false)
   /// True when the coroutine runs on one of its loop's shared stacks (see SharedStack.swift):
@@ -514,6 +519,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     let reason = exit
     switch reason {
     case .park:
+      if let resumer, parkWatched(by: resumer) { return .parked }
       // Off its stack now: either park it, or honour a wake-up that came while it left.
       if !compareAndSwap(.running, .suspended) {
         transition(.park)  // woken early → scheduled
@@ -537,6 +543,47 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
       return .handedBack
     }
   }
+
+  // MARK: Watched by its loop
+
+  /// Parks the coroutine watched by `loop` (the address of the loop whose thread resumed it)
+  /// when that loop has nothing else to run: a thread that is not a loop's then wakes it by
+  /// its state alone, which the spinning loop sees, and the wake-up crosses between the cores
+  /// without a queue. False, with nothing done, if the loop has other work or a wake-up came
+  /// while the coroutine left its stack.
+  private func parkWatched(by loop: UnsafeMutableRawPointer) -> Bool {
+    let watching = Unmanaged<CoroutineLoop>.fromOpaque(loop)
+    guard watching._withUnsafeGuaranteedRef({ $0.mayWatch }) else { return false }
+    // Named before the swap, which publishes it: once watched, a waker may hand it over.
+    watcher.store(UInt(bitPattern: loop), ordering: .relaxed)
+    // The loop's reference: a loop's thread may take the coroutine away from the watch, and
+    // it may finish elsewhere before the loop looks again.
+    let held = Unmanaged.passUnretained(self).retain()
+    guard compareAndSwap(.running, .watched) else {
+      held.release()
+      return false
+    }
+    watching._withUnsafeGuaranteedRef { $0.watch(held) }
+    return true
+  }
+
+  /// Where a watch by `loop` stands.
+  enum WatchStatus { case watching, handedOver, ended }
+
+  /// Where `loop`'s watch of this coroutine stands: still watching, handed over to it (it runs
+  /// the coroutine now), or ended (a loop's thread took the coroutine, and it may be watched
+  /// by another loop since). The watching loop's thread only.
+  func watchStatus(for loop: UnsafeMutableRawPointer) -> WatchStatus {
+    let now = state.load(ordering: .acquiring)
+    guard now == .watched || now == .handedOver,
+      watcher.load(ordering: .relaxed) == UInt(bitPattern: loop)
+    else { return .ended }
+    return now == .watched ? .watching : .handedOver
+  }
+
+  /// Ends a watch that `watchStatus` found still watching: true if the coroutine is merely
+  /// suspended now, false if a waker came first.
+  func endWatch() -> Bool { compareAndSwap(.watched, .suspended) }
 
   /// Publishes a finished coroutine's outcome, then drops the reference it held to itself,
   /// which may free it. Static, with the coroutine unmanaged: as a method naming `self` after
@@ -712,16 +759,27 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Wakes the coroutine after a successful `claim`.
   @usableFromInline
   func wake() {
+    // A plain load first: the claim just took the state's cache line (see `waitWord`), and a
+    // swap that failed for the wrong guess still cost a locked instruction.
+    var now = state.load(ordering: .relaxed)
     while true {
-      if compareAndSwap(.suspended, .scheduled) {
-        enqueueResume()
+      let next: CoroutineState
+      switch now {
+      case .suspended: next = .scheduled
+      case .running: next = .wokenEarly
+      // Watched by its idle loop. A loop's thread queues it as usual (beside itself, for a
+      // coroutine of its group), and the watch ends; any other thread hands it over.
+      case .watched: next = cu_tls_current_loop() == nil ? .handedOver : .scheduled
+      default: coStop("a \(now) coroutine cannot be woken")
+      }
+      let (exchanged, found) = state.compareExchange(
+        expected: now, desired: next, ordering: .acquiringAndReleasing)
+      if exchanged {
+        if next == .scheduled { enqueueResume() }
         return
       }
-      if compareAndSwap(.running, .wokenEarly) { return }
-      let now = state.load(ordering: .acquiring)
-      // It parked (or was still running) between the two attempts: try again.
-      if now == .suspended || now == .running { continue }
-      coStop("a \(now) coroutine cannot be woken")
+      // It parked, or was watched, or its watch ended, meanwhile: try again.
+      now = found
     }
   }
 

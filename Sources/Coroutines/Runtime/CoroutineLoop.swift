@@ -86,6 +86,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// How long the loop may spin, watching for remote work, before it sleeps (nanoseconds;
   /// see `spinForRemoteWork`). Touched only by the thread inside `run()`.
   @exclusivity(unchecked) private var spinBudget: UInt64 = 0
+  /// The coroutine this loop watches, retained (see `Coroutine.parkWatched`): the last it ran,
+  /// parked while the loop had nothing else to run. Loop thread only.
+  @exclusivity(unchecked) var watched: Unmanaged<Coroutine>?
   /// The stacks this loop's shared-stack coroutines take turns on.
   let sharedStacks = SharedStackSet()
   /// The group this loop belongs to, if any: set once, before the loop's thread starts.
@@ -263,6 +266,12 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     localLive &+ remoteLive.load(ordering: .sequentiallyConsistent)
   }
 
+  /// True when the loop has nothing queued and watches no coroutine: one that parks now, from
+  /// this loop's own thread, is watched (see `Coroutine.parkWatched`).
+  var mayWatch: Bool {
+    watched == nil && localJobs.isEmpty && (ready.map { $0.isEmpty } ?? true)
+  }
+
   /// True when another thread may have left work (a relaxed look, for spinning).
   private var remoteWorkMayWait: Bool {
     inbox.mayHoldWork || (ready != nil && roamingInbox.mayHoldWork)
@@ -295,12 +304,13 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     }
     while true {
       takeRemoteWork()
+      if watched != nil { attendToWatched() }
       // Checked here, not inside: entering the function for nothing cost a frame's worth of
       // saves and restores on every turn (26 of the 391 instructions of a `co_delay(0)`).
       let moreDue = timers.isEmpty ? false : fireDueTimers()
       var ran = runQueuedJobs()
       if let ready { ran &+= runReadyCoroutines(ready) }
-      if moreDue || !localJobs.isEmpty || ready?.isEmpty == false {
+      if moreDue || !localJobs.isEmpty || ready?.isEmpty == false || watchedNeedsAttention {
         if poller.waiterCount > 0 { pollWhileBusy(afterRunning: ran) }
         continue
       }
@@ -308,6 +318,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       if !waitForWork() { break }
     }
     timers = TimerHeap()
+    // `waitForWork` stopped any watch before it found the loop idle.
+    coPrecondition(watched == nil, "CoroutineLoop.run(): the loop ended while watching a coroutine")
     if ready != nil { returnStashedStacks() }
   }
 
@@ -403,6 +415,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     // Spinning watches only other threads' work: with descriptors to watch, the loop sleeps in
     // the poller at once, which sees both.
     if poller.waiterCount == 0, spinForRemoteWork() { return true }
+    // Asleep, the loop would not see a hand-over: wakers must queue the coroutine instead.
+    if !stopWatching() { return true }
     sleeping.store(true, ordering: .sequentiallyConsistent)
     groupReference?._withUnsafeGuaranteedRef {
       _ = $0.sleepingLoops.add(1, ordering: .sequentiallyConsistent)
@@ -481,7 +495,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     var nextYield = start &+ Self.spinBetweenYields
     while true {
       for _ in 0..<64 {
-        if remoteWorkMayWait { return true }
+        if remoteWorkMayWait || watchedNeedsAttention { return true }
       }
       let now = monotonicNanoseconds()
       if now >= end { break }

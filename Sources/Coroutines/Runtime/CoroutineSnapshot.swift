@@ -25,7 +25,7 @@ public struct CoroutineSnapshot: Sendable, CustomStringConvertible {
   init(_ coroutine: Coroutine, identity: UInt) {
     let state = coroutine.currentState
     self.name = coroutine.name
-    self.state = state.description
+    self.state = state.reported
     self.isRunning = state == .running || state == .wokenEarly
     self.isCancelled = coroutine.isCancelled
     self.scheduler = describe(coroutine.home)

@@ -1,0 +1,184 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Coroutines
+
+/// A loop with nothing else to run watches the coroutine it parked last: a thread that runs no
+/// loop hands that coroutine over by its state, a loop's thread takes it away as usual, and a
+/// loop about to sleep ends the watch first.
+@Suite struct LoopWatchTests {
+  /// Waits on this (plain) thread until `condition` holds or ten seconds pass; whether it held.
+  static func poll(_ condition: () -> Bool) -> Bool {
+    let deadline = DispatchTime.now() + .seconds(10)
+    while !condition() {
+      if DispatchTime.now() > deadline { return false }
+      sched_yield()
+    }
+    return true
+  }
+
+  /// Runs `body` on a thread of its own, which runs no loop: the polls below spin, and on
+  /// Dispatch's threads they held back other tests' jobs until Dispatch added a thread.
+  static func onPlainThread(_ body: @escaping @Sendable () -> Void) {
+    Thread(block: body).start()
+  }
+
+  /// The task's value, waited for on this thread.
+  static func value<T>(of task: CoTask<T>) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    task.whenComplete { _ in done.signal() }
+    done.wait()
+    return try task.result!.get()
+  }
+
+  @Test func aPlainThreadHandsAWatchedCoroutineToItsSpinningLoop() throws {
+    let first = CoPromise<Int>()
+    let second = CoPromise<Int>()
+    let sawWatched = Atomic<Bool>(false)
+    let reported = Mutex<String?>(nil)
+    let sum = try CoroutineLoop.run { () -> Int in
+      // Far longer than the other thread needs to see the watch and hand it over.
+      CoroutineLoop.current!.setSpinBudgetForTesting(100_000_000)
+      // Parked by a start, then by a resumption: only the second park is watched.
+      let waiter = co_launch(name: "waiter") { try co_await(first) + co_await(second) }
+      Self.onPlainThread {
+        // Its first park comes from its start, which is never watched: settled only after it.
+        _ = Self.poll { waiter.coroutine.currentState == .suspended }
+        first.fulfill(1)
+        sawWatched.store(
+          Self.poll { waiter.coroutine.currentState == .watched }, ordering: .relaxed)
+        reported.withLock { state in
+          state = CoroutineDiagnostics.liveCoroutines().first { $0.name == "waiter" }?.state
+        }
+        second.fulfill(2)
+      }
+      return try co_await(waiter)
+    }
+    #expect(sum == 3)
+    let watched = sawWatched.load(ordering: .relaxed)
+    #expect(watched)
+    // A dump shows a watched coroutine as what it is to its user: suspended.
+    #expect(reported.withLock { $0 } == "suspended")
+  }
+
+  @Test func aLoopThatGoesToSleepEndsItsWatchAndIsStillWoken() throws {
+    let first = CoPromise<Int>()
+    let second = CoPromise<Int>()
+    let inSecondWait = Atomic<Bool>(false)
+    let sawSuspended = Atomic<Bool>(false)
+    let sum = try CoroutineLoop.run { () -> Int in
+      let waiter = co_launch { () -> Int in
+        let one = try co_await(first)
+        // The loop will spin for at most its longest spin, then end the watch and sleep.
+        inSecondWait.store(true, ordering: .relaxed)
+        return try one + co_await(second)
+      }
+      Self.onPlainThread {
+        // Its first park comes from its start, which is never watched: settled only after it.
+        _ = Self.poll { waiter.coroutine.currentState == .suspended }
+        first.fulfill(1)
+        // Watched first, then merely suspended once the loop has gone to sleep.
+        sawSuspended.store(
+          Self.poll {
+            inSecondWait.load(ordering: .relaxed)
+              && waiter.coroutine.currentState == .suspended
+          },
+          ordering: .relaxed)
+        second.fulfill(2)
+      }
+      return try co_await(waiter)
+    }
+    #expect(sum == 3)
+    let suspended = sawSuspended.load(ordering: .relaxed)
+    #expect(suspended)
+  }
+
+  @Test func aCoroutineOfAnotherLoopWakesAWatchedCoroutineThroughTheQueues() throws {
+    let group = CoroutineLoopGroup(threads: 2)
+    defer { group.shutdown() }
+    let first = CoPromise<Void>()
+    let second = CoPromise<Int>()
+    let parkedOn = CoPromise<CoroutineLoop>()
+    let receiver = co_launch(on: group) { () -> Int in
+      try co_await(first)
+      // Long enough for the waker to see the watch, short enough not to hold the shutdown.
+      CoroutineLoop.current!.setSpinBudgetForTesting(50_000_000)
+      parkedOn.fulfill(CoroutineLoop.current!)
+      return try co_await(second)
+    }
+    let waker = try CoroutineLoop.run { () -> CoTask<Bool> in
+      // Its first park comes from its start, which is never watched: settled only after it.
+      while receiver.coroutine.currentState != .suspended { try co_delay(0.001) }
+      first.fulfill(())
+      let parked = try co_await(parkedOn)
+      let other = group.loops.first { $0 !== parked }!
+      return co_launch(on: other) { () -> Bool in
+        // Waits, on the other loop, until the receiver is watched by its own (10 s at most).
+        var looks = 0
+        while receiver.coroutine.currentState != .watched, looks < 10_000 {
+          try co_delay(0.001)
+          looks += 1
+        }
+        let watched = receiver.coroutine.currentState == .watched
+        // A loop's thread takes the coroutine from the watch and queues it as usual.
+        second.fulfill(7)
+        return watched
+      }
+    }
+    #expect(try Self.value(of: waker))
+    #expect(try Self.value(of: receiver) == 7)
+  }
+
+  @Test func handOversRacingTheEndOfTheWatchLoseNoWakeUp() throws {
+    // Short spins, so that the loop ends its watch and sleeps about when the settlements land:
+    // a lost hand-over would hang the loop, a doubled one would stop the program.
+    let rounds = 2_000
+    let settler = DispatchQueue(label: "watch.settler")
+    let sum = try CoroutineLoop.run { () -> Int in
+      var sum = 0
+      for round in 0..<rounds {
+        CoroutineLoop.current!.setSpinBudgetForTesting(UInt64(round % 7) * 1_000)
+        let promise = CoPromise<Int>()
+        let work = round % 13
+        settler.async {
+          var spin = 0
+          for _ in 0..<(work * 200) { spin &+= 1 }
+          promise.fulfill(round + spin - spin)
+        }
+        sum += try co_await(promise)
+      }
+      return sum
+    }
+    #expect(sum == (0..<rounds).reduce(0, +))
+  }
+
+  @Test func cancellingAWatchedCoroutineFromAPlainThreadEndsItsWait() throws {
+    let gate = CoPromise<Void>()
+    let never = CoPromise<Int>()
+    let sawWatched = Atomic<Bool>(false)
+    let outcome = try CoroutineLoop.run { () -> String in
+      CoroutineLoop.current!.setSpinBudgetForTesting(100_000_000)
+      let waiter = co_launch { () -> Int in
+        try co_await(gate)
+        return try co_await(never)
+      }
+      Self.onPlainThread {
+        _ = Self.poll { waiter.coroutine.currentState == .suspended }
+        gate.fulfill(())
+        sawWatched.store(
+          Self.poll { waiter.coroutine.currentState == .watched }, ordering: .relaxed)
+        waiter.cancel()
+      }
+      do {
+        return "value \(try co_await(waiter))"
+      } catch is CancellationError {
+        return "cancelled"
+      }
+    }
+    #expect(outcome == "cancelled")
+    let watched = sawWatched.load(ordering: .relaxed)
+    #expect(watched)
+  }
+}
