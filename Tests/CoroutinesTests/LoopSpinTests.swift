@@ -34,8 +34,10 @@ import Testing
 
   @Test func crossThreadWakeUpsAreNeverLost() throws {
     // Promises settled by another thread after varying amounts of work, so that the
-    // settlements land while the loop runs, spins, is about to sleep and sleeps. A lost
-    // wake-up would hang the loop; a duplicated or misrouted one would break the sum.
+    // settlements land while the loop runs, spins (watching the coroutine, which the settler's
+    // thread then hands over), is about to sleep (ending the watch) and sleeps. A lost wake-up
+    // would hang the loop; a duplicated or misrouted one would break the sum or stop the
+    // program.
     let rounds = 3_000
     let settler = DispatchQueue(label: "spin.settler")
     let sum = try CoroutineLoop.run { () -> Int in

@@ -131,29 +131,6 @@ import Testing
     #expect(try Self.value(of: receiver) == 7)
   }
 
-  @Test func handOversRacingTheEndOfTheWatchLoseNoWakeUp() throws {
-    // Short spins, so that the loop ends its watch and sleeps about when the settlements land:
-    // a lost hand-over would hang the loop, a doubled one would stop the program.
-    let rounds = 2_000
-    let settler = DispatchQueue(label: "watch.settler")
-    let sum = try CoroutineLoop.run { () -> Int in
-      var sum = 0
-      for round in 0..<rounds {
-        CoroutineLoop.current!.setSpinBudgetForTesting(UInt64(round % 7) * 1_000)
-        let promise = CoPromise<Int>()
-        let work = round % 13
-        settler.async {
-          var spin = 0
-          for _ in 0..<(work * 200) { spin &+= 1 }
-          promise.fulfill(round + spin - spin)
-        }
-        sum += try co_await(promise)
-      }
-      return sum
-    }
-    #expect(sum == (0..<rounds).reduce(0, +))
-  }
-
   @Test func cancellingAWatchedCoroutineFromAPlainThreadEndsItsWait() throws {
     let gate = CoPromise<Void>()
     let never = CoPromise<Int>()
