@@ -138,6 +138,62 @@ import Testing
     #expect(freedLoop == nil)
   }
 
+  /// Waits whose value fits in a word take another way to the coroutine than the others:
+  /// every kind arrives intact, through a promise and through a callback.
+  @Test func awaitedValuesOfEveryLayoutArriveIntact() throws {
+    struct Pair: Equatable { let first: Int, second: Int }
+    final class Box: Sendable { let label = "boxed" }
+    func settledLater<T: Sendable>(_ value: T) throws -> T {
+      let promise = CoPromise<T>()
+      DispatchQueue.global().async { promise.fulfill(value) }
+      return try co_await(promise)
+    }
+    func calledBackLater<T: Sendable>(_ value: T) throws -> T {
+      try co_await { (done: @escaping @Sendable (Result<T, any Error>) -> Void) in
+        DispatchQueue.global().async { done(.success(value)) }
+      }
+    }
+    try CoroutineLoop.run {
+      for wait in [settledLater, calledBackLater] as [(Int) throws -> Int] {
+        #expect(try wait(-42) == -42)
+      }
+      #expect(try settledLater(Int8(-7)) == -7)
+      #expect(try calledBackLater(true) == true)
+      #expect(try settledLater(2.5) == 2.5)
+      try settledLater(())
+      #expect(try calledBackLater(Pair(first: 1, second: 2)) == Pair(first: 1, second: 2))
+      #expect(try settledLater(Int?.none) == nil)
+      #expect(try settledLater(Int?.some(3)) == 3)
+      #expect(try calledBackLater("text") == "text")
+      #expect(try settledLater(Box()).label == "boxed")
+    }
+  }
+
+  /// A wait ended by cancellation throws, whatever the wait before it delivered.
+  @Test func aCancelledWaitDoesNotReturnThePreviousWaitsValue() throws {
+    let outcome = try CoroutineLoop.run { () -> String in
+      let secondWaitStarts = CoPromise<Void>()
+      let waiter = co_launch { () -> Int in
+        let first = CoPromise<Int>()
+        co_launch { first.fulfill(7) }
+        _ = try co_await(first)
+        secondWaitStarts.fulfill(())
+        return try co_await(CoPromise<Int>())
+      }
+      // One loop: this runs once the waiter has parked in its second wait.
+      co_launch {
+        try co_await(secondWaitStarts)
+        waiter.cancel()
+      }
+      do {
+        return "value \(try co_await(waiter))"
+      } catch is CancellationError {
+        return "cancelled"
+      }
+    }
+    #expect(outcome == "cancelled")
+  }
+
   @Test func aRejectedPromiseThrowsFromTheAwait() {
     #expect(throws: Failure(code: 2)) {
       try CoroutineLoop.run { () -> Int in

@@ -48,6 +48,25 @@ extension Coroutine {
     return true
   }
 
+  /// `deliver(_:to:endingWait:)` for a wait that `waitForDelivery` reads back: a value that
+  /// fits in a word goes into the record's `deliveredWord` rather than `slot`, so that the
+  /// woken coroutine finds it on the line the wake-up brought back to its core.
+  @inlinable
+  func deliverAwaited<T>(
+    _ result: Result<T, any Error>, to slot: UnsafeMutablePointer<Result<T, any Error>?>,
+    endingWait generation: UInt64
+  ) -> Bool {
+    guard claim(generation) else { return false }
+    if case .success(let value) = result, CoFuture<T>.valueFitsInWord {
+      withUnsafeMutableBytes(of: &deliveredWord) { $0.storeBytes(of: value, as: T.self) }
+      wordDelivered = true
+    } else {
+      slot.initialize(to: result)
+    }
+    wake()
+    return true
+  }
+
   /// Ends the wait of `generation`, if it has not ended yet, leaving its slot empty: the
   /// coroutine throws `CancellationError`. For whoever was to answer it and never will.
   @usableFromInline
@@ -109,6 +128,10 @@ extension Coroutine {
       var inFrame: Result<T, any Error>? = nil
       withUnsafeMutablePointer(to: &inFrame) { wait(into: $0, register) }
       delivered = inFrame
+    }
+    if CoFuture<T>.valueFitsInWord, wordDelivered {
+      wordDelivered = false
+      return .success(withUnsafeBytes(of: deliveredWord) { $0.load(as: T.self) })
     }
     return delivered
   }

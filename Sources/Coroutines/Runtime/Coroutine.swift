@@ -104,6 +104,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
 
   // The wait word and the state side by side: a waker claims the one and changes the other,
   // and a watching loop looks at the state, so together they cross between cores as one line.
+  /// The value that ended the last wait, when it is a `T` that fits in a word (see
+  /// `deliverAwaited`): written by the waker that claimed the wait, before it wakes the coroutine,
+  /// beside the words it changes anyway, so the woken coroutine reads it from the record's
+  /// line rather than from its own frame's, which the waker would have taken from its core.
+  // usableFromInline: the inlinable await writes and reads it. Unchecked: the claim makes the
+  // waker the only writer, and the wake-up orders its write before the coroutine's read.
+  @usableFromInline @exclusivity(unchecked) var deliveredWord: UInt = 0
   /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
   private let waitWord = Atomic<UInt64>(0)
   /// The address of the loop that watches the coroutine while it is `watched` or `handedOver`
@@ -111,6 +118,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   private let watcher = Atomic<UInt>(0)
   private let state: Atomic<CoroutineState>
   @usableFromInline let cancelled = Atomic<Bool>(false)
+  /// Whether `deliveredWord` holds the value of the wait that just ended.
+  @usableFromInline @exclusivity(unchecked) var wordDelivered = false
   /// True when the coroutine runs on one of its loop's shared stacks (see SharedStack.swift):
   /// nothing may then point into its frames while it is parked.
   @usableFromInline let usesSharedStack: Bool
