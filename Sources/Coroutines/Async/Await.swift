@@ -33,34 +33,22 @@ final class CoroutineResumer<T>: @unchecked Sendable {  // `Coroutine.claim` mak
 }
 
 extension Coroutine {
-  /// Ends the wait of `generation` with `result`, written to `slot`, and wakes the coroutine,
-  /// if that wait has not ended yet.
+  /// Ends the wait of `generation` with `result` and wakes the coroutine, if that wait has not
+  /// ended yet. The result goes to `slot`; with `inRecord`, for a wait that `waitForDelivery`
+  /// reads back, a value that fits in a word goes into the record's `deliveredWord` instead, so
+  /// that the woken coroutine finds it on the line the wake-up brought back to its core.
   @inlinable @discardableResult
   func deliver<T>(
     _ result: Result<T, any Error>, to slot: UnsafeMutablePointer<Result<T, any Error>?>,
-    endingWait generation: UInt64
+    endingWait generation: UInt64, inRecord: Bool = false
   ) -> Bool {
     guard claim(generation) else { return false }
-    // Initialized over the nil the slot holds until now, which needs no destroying: an
-    // assignment destroyed it through the optional's value witness, a cost in debug builds.
-    slot.initialize(to: result)
-    wake()
-    return true
-  }
-
-  /// `deliver(_:to:endingWait:)` for a wait that `waitForDelivery` reads back: a value that
-  /// fits in a word goes into the record's `deliveredWord` rather than `slot`, so that the
-  /// woken coroutine finds it on the line the wake-up brought back to its core.
-  @inlinable
-  func deliverAwaited<T>(
-    _ result: Result<T, any Error>, to slot: UnsafeMutablePointer<Result<T, any Error>?>,
-    endingWait generation: UInt64
-  ) -> Bool {
-    guard claim(generation) else { return false }
-    if case .success(let value) = result, CoFuture<T>.valueFitsInWord {
+    if inRecord, case .success(let value) = result, CoFuture<T>.valueFitsInWord {
       withUnsafeMutableBytes(of: &deliveredWord) { $0.storeBytes(of: value, as: T.self) }
       wordDelivered = true
     } else {
+      // Initialized over the nil the slot holds until now, which needs no destroying: an
+      // assignment destroyed it through the optional's value witness, a cost in debug builds.
       slot.initialize(to: result)
     }
     wake()
@@ -109,7 +97,7 @@ extension Coroutine {
   }
 
   /// Arms a wait, lets `register` hand its generation and result slot to whoever will end
-  /// it (with `deliver(_:to:endingWait:)` or `endWaitUnanswered(_:)`), and parks until it
+  /// it (with `deliver(_:to:endingWait:inRecord:)` or `endWaitUnanswered(_:)`), and parks until it
   /// ends; returns what was delivered, or nil when the wait ended without a result
   /// (cancellation, or a waker that went away).
   @inlinable @inline(__always)

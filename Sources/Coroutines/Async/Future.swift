@@ -373,7 +373,7 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
       case .resumer(let resumer): resumer.resume(result)
       case .waiter(let coroutine, let generation, let slot):
         let delivered = coroutine._withUnsafeGuaranteedRef {
-          $0.deliverAwaited(result, to: slot, endingWait: generation)
+          $0.deliver(result, to: slot, endingWait: generation, inRecord: true)
         }
         if !delivered { coroutine.release() }
       }

@@ -106,8 +106,9 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // claims the second and changes the third, and a watching loop looks at the state, so
   // together they cross between cores as one line.
   /// The value that ended the last wait, when it is a `T` that fits in a word (see
-  /// `deliverAwaited`): the woken coroutine reads it from the line the wake-up brought back,
-  /// rather than from its own frame's, which the waker would have taken from its core.
+  /// `deliver(_:to:endingWait:inRecord:)`): the woken coroutine reads it from the line the
+  /// wake-up brought back, rather than from its own frame's, which the waker would have taken
+  /// from its core.
   // usableFromInline: the inlinable await writes and reads it. Unchecked: the claim makes the
   // waker the only writer, and the wake-up orders its write before the coroutine's read.
   @usableFromInline @exclusivity(unchecked) var deliveredWord: UInt = 0
