@@ -142,7 +142,7 @@ import Testing
       }
     } whileItLives: {
       // The cache's fiber and the ready list together keep at most the capacity; the rest
-      // are idle (released once more than the capacity are).
+      // are idle.
       #expect(StackPool.shared.cachedFiberCount(size: size) == 1)
       #expect(StackPool.shared.pooledCount(size: size) <= 2 * CoroutineStack.poolCapacity)
       #expect(StackPool.shared.inUseCount(size: size) == 0)

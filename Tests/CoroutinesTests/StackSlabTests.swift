@@ -5,8 +5,9 @@ import Testing
 @testable import Coroutines
 
 /// Stacks mapped in slabs (stack.c and StackPool): a slab's slots are distinct, guarded stacks; a
-/// released slot comes back zeroed; the pool keeps at most twice its capacity of finished stacks
-/// and unmaps a slab once every stack of it has finished.
+/// released slot comes back zeroed; finished stacks beyond the pool's capacity stay resident until
+/// they are found unused for a whole interval, and a slab is unmapped once none of its stacks is
+/// in use or pooled.
 @Suite(.serialized) struct StackSlabTests {
   @Test func aSlabsSlotsAreDistinctStacksOfTheAskedSize() throws {
     let page = Int(cu_page_size())
@@ -105,25 +106,76 @@ import Testing
     #expect(untouched.allSatisfy { $0 == 0xAB })
   }
 
-  @Test func finishedStacksBeyondThePoolAreReleasedAndEmptySlabsUnmapped() throws {
+  @Test func finishedStacksBeyondThePoolStayResidentUntilUnusedForAWholeInterval() throws {
     let size = 112 * 1024  // a size no other test uses, so the pool's counts for it are ours
     let count = StackPool.slotsPerSlab(size: size) + CoroutineStack.poolCapacity * 2 + 10
+    try runAndFinish(count, size: size)
+    // Every finished stack is pooled, and none has given its memory back yet.
+    #expect(StackPool.shared.pooledCount(size: size) == count)
+    #expect(StackPool.shared.mappedCount(size: size) == count)
+    #expect(StackPool.shared.inUseCount(size: size) == 0)
+    // The pool's look at the end of each interval, made here rather than waited for. At the
+    // first, only the stack that was idle when the interval began has been unused throughout.
+    let first = try #require(StackPool.shared.idleIntervalDeadline(size: size))
+    StackPool.shared.releaseUnusedIdleStacks(size: size, at: first)
+    #expect(StackPool.shared.mappedCount(size: size) == count - 1)
+    let second = try #require(StackPool.shared.idleIntervalDeadline(size: size))
+    #expect(second == first + IdleStackDecay.interval)
+    StackPool.shared.releaseUnusedIdleStacks(size: size, at: second)
+    let pooled = StackPool.shared.pooledCount(size: size)
+    #expect(pooled >= CoroutineStack.poolCapacity)
+    #expect(pooled <= 2 * CoroutineStack.poolCapacity)
+    #expect(StackPool.shared.mappedCount(size: size) == pooled)
+    #expect(StackPool.shared.idleIntervalDeadline(size: size) == nil)
+    StackPool.shared.trim(size: size, to: 0)
+    #expect(StackPool.shared.mappedCount(size: size) == 0)
+  }
+
+  @Test func idleStacksTakenAgainDuringTheIntervalAreNotReleased() throws {
+    let size = TestStacks.uniqueSize()
+    let capacity = CoroutineStack.poolCapacity
+    try runAndFinish(capacity + 300, size: size)
+    let deadline = try #require(StackPool.shared.idleIntervalDeadline(size: size))
+    // The load comes back for as many stacks as went idle: the pool serves them all from what
+    // it kept, and none is built again.
+    try runAndFinish(capacity + 300, size: size)
+    #expect(StackPool.shared.mappedCount(size: size) == capacity + 300)
+    StackPool.shared.releaseUnusedIdleStacks(size: size, at: deadline)
+    #expect(StackPool.shared.mappedCount(size: size) == capacity + 300)
+    StackPool.shared.trim(size: size, to: 0)
+    #expect(StackPool.shared.mappedCount(size: size) == 0)
+  }
+
+  @Test func aBurstsIdleStacksGoBackWithNoFurtherLaunch() throws {
+    let size = TestStacks.uniqueSize()
+    let capacity = CoroutineStack.poolCapacity
+    try runAndFinish(capacity * 2 + 200, size: size)
+    #expect(StackPool.shared.mappedCount(size: size) == capacity * 2 + 200)
+    // Nothing launches or finishes on this size any more: the pool's own timer gives the
+    // memory back, within two intervals. Waited for with a loop's timer, for at most ten.
+    try CoroutineLoop.run {
+      var waited = 0.0
+      while StackPool.shared.mappedCount(size: size) > 2 * capacity, waited < 10 {
+        try co_delay(0.1)
+        waited += 0.1
+      }
+    }
+    #expect(StackPool.shared.mappedCount(size: size) <= 2 * capacity)
+    StackPool.shared.trim(size: size, to: 0)
+    #expect(StackPool.shared.mappedCount(size: size) == 0)
+  }
+
+  /// Runs `count` coroutines with stacks of `size` at once, parked until all have started, and
+  /// returns once they have finished.
+  private func runAndFinish(_ count: Int, size: Int) throws {
     let gate = CoPromise<Void>()
     try CoroutineLoop.run {
       let tasks = (0..<count).map { _ in co_launch(stackSize: size) { try co_await(gate) } }
       try co_delay(0)
-      #expect(StackPool.shared.mappedCount(size: size) == count)
       #expect(StackPool.shared.inUseCount(size: size) == count)
       gate.fulfill(())
       for task in tasks { try task.await() }
     }
-    let pooled = StackPool.shared.pooledCount(size: size)
-    #expect(pooled >= min(count, CoroutineStack.poolCapacity))
-    #expect(pooled <= 2 * CoroutineStack.poolCapacity)
-    #expect(StackPool.shared.mappedCount(size: size) == pooled)
-    #expect(StackPool.shared.inUseCount(size: size) == 0)
-    StackPool.shared.trim(size: size, to: 0)
-    #expect(StackPool.shared.mappedCount(size: size) == 0)
   }
 
   @Test func coroutinesRunCorrectlyOnReleasedAndReusedSlots() throws {

@@ -30,10 +30,10 @@ import Testing
       gate.fulfill(())
       for task in tasks { try task.await() }
     }
-    // The pool keeps at most its capacity; everything else was unmapped on return.
-    let pooled = StackPool.shared.pooledCount(size: size)
-    #expect(pooled == min(100, CoroutineStack.poolCapacity))
-    #expect(StackPool.shared.mappedCount(size: size) == pooled)
+    // Every stack is pooled (ready, or idle until found unused), and nothing else is mapped.
+    #expect(StackPool.shared.pooledCount(size: size) == 100)
+    #expect(StackPool.shared.mappedCount(size: size) == 100)
+    #expect(StackPool.shared.inUseCount(size: size) == 0)
     StackPool.shared.trim(size: size, to: 0)
     #expect(StackPool.shared.mappedCount(size: size) == 0)
   }

@@ -1,4 +1,5 @@
 import CUContext
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -45,10 +46,13 @@ public enum CoroutineStack {
     }
   }
 
-  /// How many finished stacks of each size the pool keeps ready for reuse (64 at start). The
-  /// memory of stacks returned beyond this goes back to the system: with their slab when its
-  /// last stack is returned, or in one batch as soon as more than this many wait, so at most
-  /// twice this many finished stacks of a size hold memory (all counted as pooled).
+  /// How many finished stacks of each size the pool keeps ready for reuse (64 at start).
+  ///
+  /// Stacks finished beyond this stay idle for a while, holding their memory, so that a load
+  /// that comes back soon finds them resident. Those that then stay unused through a whole
+  /// second go back to the system: a burst's stacks go back within about two seconds of its
+  /// end, in one batch (with their slabs, when whole slabs empty). All of them count as pooled.
+  /// ``drainPool()`` gives every pooled stack back at once.
   public static var poolCapacity: Int {
     get { poolCapacityStorage.load(ordering: .relaxed) }
     set {
@@ -78,9 +82,9 @@ public enum CoroutineStack {
 /// and one `munmap` when the last of them is given back, because mapping, guarding and unmapping
 /// each stack alone cost more than everything else a launch does. A finished stack goes to the
 /// `ready` list while it has fewer than ``CoroutineStack/poolCapacity`` entries; beyond that it
-/// sits idle in its slab, and as soon as more than `poolCapacity` of a size are idle, their memory
-/// is given back to the system in one go (or with their slab, if that empties first). So at most
-/// twice `poolCapacity` finished stacks of a size hold memory, and all of them count as pooled.
+/// sits idle in its slab, still resident, until `IdleStackDecay` finds it unused for a whole
+/// interval and its memory goes back to the system (with its slab, when that empties). All of
+/// them count as pooled.
 final class StackPool: @unchecked Sendable {  // all mutable state is behind `mutex`
   static let shared = StackPool()
 
@@ -181,9 +185,9 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   )? {
     guard !slab.isFreed else { return nil }
     if let fiber = slab.idle.popLast() {
-      slab.occupied += 1
       sizeClass.inUse += 1
       sizeClass.idleCount -= 1
+      sizeClass.decay.idleFell(to: sizeClass.idleCount)
       pooledTotal -= 1
       return (fiber, 0)
     }
@@ -234,7 +238,7 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
 
   /// Returns a finished fiber: to the calling thread's cache if it is bound to its size and
   /// empty (no lock); else ready for reuse while the pool has room for its size, else idle in
-  /// its slab until its memory is given back.
+  /// its slab until its memory is given back (see `IdleStackDecay`).
   @inline(__always)
   func give(_ fiber: OpaquePointer, size: Int) {
     if let cache = StackCache.current(cacheKey),
@@ -250,29 +254,31 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   @inline(never)
   private func giveToPool(_ fiber: OpaquePointer, size: Int) {
     let cache = StackCache.current(cacheKey) ?? StackCache.makeCurrent(cacheKey)
-    let empty = mutex.withLock { _ -> Slab? in
-      sizeClass(size)._withUnsafeGuaranteedRef { sizeClass -> Slab? in
-        if bind(cache, to: size, in: sizeClass, keeping: fiber) { return nil }
-        return pool(fiber, in: sizeClass)
+    mutex.withLock { _ in
+      sizeClass(size)._withUnsafeGuaranteedRef { sizeClass in
+        if bind(cache, to: size, in: sizeClass, keeping: fiber) { return }
+        pool(fiber, in: sizeClass)
       }
     }
-    if let empty { cu_stack_slab_free(empty.pointer) }
   }
 
-  /// A fiber that was in use (or cached) goes to the ready list or idle in its slab; returns
-  /// the slab if that left it empty. Under `mutex`.
-  private func pool(_ fiber: OpaquePointer, in sizeClass: SizeClass) -> Slab? {
+  /// A fiber that was in use (or cached) goes to the ready list, or idle in its slab, where it
+  /// keeps its memory until `IdleStackDecay` finds it unused. Under `mutex`.
+  private func pool(_ fiber: OpaquePointer, in sizeClass: SizeClass) {
     sizeClass.inUse -= 1
     pooledTotal += 1
     // The caches bound to this size count against the ready list's room: together they keep
     // at most `poolCapacity` fibers.
     if sizeClass.ready.count + sizeClass.caches < CoroutineStack.poolCapacity {
       sizeClass.ready.append(fiber)
-      return nil
+      return
     }
-    let slab = makeIdle(fiber, in: sizeClass)
-    if sizeClass.idleCount > CoroutineStack.poolCapacity { releaseIdle(in: sizeClass) }
-    return slab
+    makeIdle(fiber, in: sizeClass)
+    if sizeClass.decay.idleRose(
+      to: sizeClass.idleCount, capacity: CoroutineStack.poolCapacity, now: monotonicNanoseconds)
+    {
+      scheduleDecayCheck()
+    }
   }
 
   // MARK: Thread caches
@@ -331,20 +337,19 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
 
   /// A thread that exits gives back what its cache holds and leaves the list.
   fileprivate func forget(_ cache: Unmanaged<StackCache>) {
-    let empty = mutex.withLock { _ -> Slab? in
+    mutex.withLock { _ in
       if let index = caches.firstIndex(where: { $0.toOpaque() == cache.toOpaque() }) {
         caches.remove(at: index).release()  // the list's reference
       }
-      return cache._withUnsafeGuaranteedRef { cache -> Slab? in
+      cache._withUnsafeGuaranteedRef { cache in
         let word = cache.word.exchange(StackCache.unbound, ordering: .acquiringAndReleasing)
-        guard word != StackCache.unbound, let sizeClass = classes[cache.size] else { return nil }
+        guard word != StackCache.unbound, let sizeClass = classes[cache.size] else { return }
         sizeClass.caches -= 1
-        guard word != StackCache.empty else { return nil }
-        return pool(OpaquePointer(bitPattern: word)!, in: sizeClass)
+        guard word != StackCache.empty else { return }
+        pool(OpaquePointer(bitPattern: word)!, in: sizeClass)
       }
     }
     cache.release()  // the thread's reference
-    if let empty { cu_stack_slab_free(empty.pointer) }
   }
 
   /// Fibers of `size` (nil: of any size) held by threads' caches: finished, so pooled,
@@ -362,13 +367,21 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   /// Fibers of one size in threads' caches (for tests).
   func cachedFiberCount(size: Int) -> Int { mutex.withLock { _ in cachedCount(size: size) } }
 
-  /// Moves a pooled fiber out of the ready list's reach into its slab; returns the slab if that
-  /// left it empty (it is then forgotten, for the caller to unmap). Under `mutex`.
-  private func makeIdle(_ fiber: OpaquePointer, in sizeClass: SizeClass) -> Slab? {
+  /// Moves a pooled fiber out of the ready list's reach into its slab, which it keeps mapped
+  /// (an idle fiber still occupies its slot) and offers to `take`. Under `mutex`.
+  private func makeIdle(_ fiber: OpaquePointer, in sizeClass: SizeClass) {
     let slab = sizeClass.slabs[UInt(bitPattern: cu_fiber_slab(fiber))]!
     slab.idle.append(fiber)
     sizeClass.idleCount += 1
-    return vacate(slab, in: sizeClass)
+    open(slab, in: sizeClass)
+  }
+
+  /// Makes sure `slab` is offered to `take`. Under `mutex`.
+  private func open(_ slab: Slab, in sizeClass: SizeClass) {
+    if !slab.isOpen {
+      slab.isOpen = true
+      sizeClass.open.append(slab)
+    }
   }
 
   /// One occupant of `slab` has left: forgets the slab and returns it if it is now empty, else
@@ -376,39 +389,114 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   private func vacate(_ slab: Slab, in sizeClass: SizeClass) -> Slab? {
     slab.occupied -= 1
     if slab.occupied == 0 {
-      sizeClass.slabs[slab.key] = nil
-      sizeClass.idleCount -= slab.idle.count
-      pooledTotal -= slab.idle.count
-      mappedTotal -= slab.idle.count
-      slab.isFreed = true
+      forget(slab, in: sizeClass)
       return slab
     }
-    if !slab.isOpen {
-      slab.isOpen = true
-      sizeClass.open.append(slab)
-    }
+    open(slab, in: sizeClass)
     return nil
   }
 
-  /// Gives the memory of every idle fiber of `sizeClass` back, in one system call where the
-  /// kernel takes batched advice: each call makes every thread of the process flush its TLB, so
-  /// one per stack cost a group's loops more than the rest of their stack handling. Under
-  /// `mutex`: a released slot must not be rebuilt before its pages are gone.
-  private func releaseIdle(in sizeClass: SizeClass) {
+  /// Forgets an empty slab, for the caller to unmap once the mutex is dropped. Under `mutex`.
+  private func forget(_ slab: Slab, in sizeClass: SizeClass) {
+    sizeClass.slabs[slab.key] = nil
+    slab.isFreed = true
+  }
+
+  /// Gives the memory of `count` idle fibers of `sizeClass` back (all of them by default);
+  /// returns the slabs this left empty, for the caller to unmap once the mutex is dropped.
+  ///
+  /// The slabs with the fewest other occupants go first, so that whole slabs empty and are
+  /// unmapped. The other fibers are advised away in one system call where the kernel takes
+  /// batched advice: each call makes every thread of the process flush its TLB, so one per stack
+  /// cost a group's loops more than the rest of their stack handling. Under `mutex`: a released
+  /// slot must not be rebuilt before its pages are gone.
+  private func releaseIdle(in sizeClass: SizeClass, count: Int = .max) -> [Slab] {
+    var left = min(count, sizeClass.idleCount)
+    guard left > 0 else { return [] }
+    let slabs = sizeClass.slabs.values.filter { !$0.idle.isEmpty }.sorted {
+      $0.occupied - $0.idle.count < $1.occupied - $1.idle.count
+    }
     var fibers: [OpaquePointer] = []
-    fibers.reserveCapacity(sizeClass.idleCount)
-    for slab in sizeClass.slabs.values where !slab.idle.isEmpty {
-      for fiber in slab.idle {
+    var emptied: [Slab] = []
+    for slab in slabs where left > 0 {
+      let taken = min(left, slab.idle.count)
+      left -= taken
+      sizeClass.idleCount -= taken
+      pooledTotal -= taken
+      mappedTotal -= taken
+      slab.occupied -= taken
+      if slab.occupied == 0 {
+        slab.idle.removeAll()
+        forget(slab, in: sizeClass)
+        emptied.append(slab)
+        continue
+      }
+      for _ in 0..<taken {
+        let fiber = slab.idle.removeLast()
         fibers.append(fiber)
         slab.released.append(Int(cu_fiber_slot(fiber)))
       }
-      slab.idle.removeAll()
     }
-    guard !fibers.isEmpty else { return }
-    fibers.withUnsafeBufferPointer { cu_stack_release_fibers($0.baseAddress!, $0.count) }
-    pooledTotal -= fibers.count
-    mappedTotal -= fibers.count
-    sizeClass.idleCount -= fibers.count
+    if !fibers.isEmpty {
+      fibers.withUnsafeBufferPointer { cu_stack_release_fibers($0.baseAddress!, $0.count) }
+    }
+    return emptied
+  }
+
+  // MARK: Idle stacks
+
+  /// Whether a look at the idle stacks is scheduled (see `scheduleDecayCheck`). Under `mutex`.
+  @exclusivity(unchecked) private var decayCheckScheduled = false
+
+  /// Makes sure the pool looks at its idle stacks when the first of their intervals ends (see
+  /// `IdleStackDecay`), on a Dispatch thread: the memory goes back even if no coroutine ever
+  /// starts or finishes again. Under `mutex`.
+  private func scheduleDecayCheck() {
+    guard !decayCheckScheduled,
+      let deadline = classes.values.compactMap({ $0.decay.deadline }).min()
+    else { return }
+    decayCheckScheduled = true
+    let delay = deadline &- min(deadline, monotonicNanoseconds())
+    DispatchQueue.global(qos: .utility).asyncAfter(
+      deadline: .now() + .nanoseconds(Int(clamping: delay))
+    ) { self.releaseUnusedIdleStacks() }
+  }
+
+  /// Gives back the memory of the idle stacks that stayed unused through a whole interval, and
+  /// looks again at the next interval's end while some stay idle.
+  private func releaseUnusedIdleStacks() {
+    let empty = mutex.withLock { _ -> [Slab] in
+      decayCheckScheduled = false
+      let now = monotonicNanoseconds()
+      let empty = classes.values.flatMap { releaseUnused(in: $0, at: now) }
+      scheduleDecayCheck()
+      return empty
+    }
+    empty.forEach { cu_stack_slab_free($0.pointer) }
+  }
+
+  /// The idle stacks of `sizeClass` found unused at `now`, released. Under `mutex`.
+  private func releaseUnused(in sizeClass: SizeClass, at now: UInt64) -> [Slab] {
+    guard
+      let unused = sizeClass.decay.release(
+        now: now, idle: sizeClass.idleCount, capacity: CoroutineStack.poolCapacity),
+      unused > 0
+    else { return [] }
+    return releaseIdle(in: sizeClass, count: unused)
+  }
+
+  /// The look at the idle stacks of one size, as if made at `now` (for tests, which cannot wait
+  /// for the real one).
+  func releaseUnusedIdleStacks(size: Int, at now: UInt64) {
+    let empty = mutex.withLock { _ -> [Slab] in
+      classes[size].map { releaseUnused(in: $0, at: now) } ?? []
+    }
+    empty.forEach { cu_stack_slab_free($0.pointer) }
+  }
+
+  /// When the current interval of the idle stacks of `size` ends, if one runs (for tests).
+  func idleIntervalDeadline(size: Int) -> UInt64? {
+    mutex.withLock { _ in classes[size]?.decay.deadline }
   }
 
   /// Keeps at most `limit` finished fibers of each size; the memory of the others goes back to
@@ -441,9 +529,12 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   ) {
     unbindCaches(of: sizeClass, size: size)
     while sizeClass.ready.count > limit, let fiber = sizeClass.ready.popLast() {
-      if let slab = makeIdle(fiber, in: sizeClass) { empty.append(slab) }
+      makeIdle(fiber, in: sizeClass)
     }
-    if sizeClass.idleCount + sizeClass.ready.count > limit { releaseIdle(in: sizeClass) }
+    if sizeClass.idleCount + sizeClass.ready.count > limit {
+      empty += releaseIdle(in: sizeClass)
+      sizeClass.decay.reset()
+    }
   }
 
   /// The size class of `size`, created on first use. Under `mutex`. Most programs use one
@@ -504,6 +595,8 @@ private final class SizeClass: @unchecked Sendable {  // touched only under the 
   @exclusivity(unchecked) var idleCount = 0
   /// Threads' caches bound to this size (each may hold one fiber, counted in `inUse`).
   @exclusivity(unchecked) var caches = 0
+  /// When the idle fibers' memory goes back to the system.
+  @exclusivity(unchecked) var decay = IdleStackDecay()
 }
 
 /// One thread's cache of one finished fiber, in front of the pool's mutex: a coroutine that
@@ -581,7 +674,7 @@ final class StackCache: @unchecked Sendable {  // `word` is atomic; `size` see b
 private final class Slab: @unchecked Sendable {  // touched only under the pool's mutex
   let pointer: OpaquePointer
   let count: Int
-  /// Slots in use or in the ready list; the slab is unmapped when this reaches 0.
+  /// Slots in use, in the ready list or idle; the slab is unmapped when this reaches 0.
   @exclusivity(unchecked) var occupied = 0
   /// Slots from here on have never been used.
   @exclusivity(unchecked) var nextFresh = 0
