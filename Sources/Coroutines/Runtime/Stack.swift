@@ -609,8 +609,8 @@ private final class SizeClass: @unchecked Sendable {  // touched only under the 
 /// emptying it in one exchange: the owner's next compare-and-swap then fails and it goes to the
 /// pool. A cached fiber stays counted in its size class's `inUse` (its thread moves it without
 /// the mutex) and the counts read the caches to report it as pooled. The caches bound to a size
-/// count against its ready list's room, so the pool still holds at most twice
-/// ``CoroutineStack/poolCapacity`` finished stacks of a size.
+/// count against its ready list's room, so the ready list and the caches together still hold at
+/// most ``CoroutineStack/poolCapacity`` finished stacks of a size.
 final class StackCache: @unchecked Sendable {  // `word` is atomic; `size` see below
   /// `unbound`, `empty` (bound to `size`), or the address of a cached fiber of `size`.
   let word = Atomic<UInt>(StackCache.unbound)
