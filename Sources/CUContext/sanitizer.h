@@ -89,7 +89,17 @@ CU_SAN_INLINE void cu_san_fiber_created(cu_sanitizer_fiber *san) {
 /// A fiber about to be unmapped (never the running one).
 CU_SAN_INLINE void cu_san_fiber_destroyed(cu_sanitizer_fiber *san) {
 #ifdef CU_TSAN
-  if (san->tsan_fiber) __tsan_destroy_fiber(san->tsan_fiber);
+  if (san->tsan_fiber) {
+    // Made current for an instant first: TSan sets up a context's trace only once it is current,
+    // and destroying contexts that never were (slab slots built but never run, stacks released
+    // unused) left it walking uninitialised traces in ThreadContext::OnFinished, where it
+    // eventually crashed. The happens-before edge the switches add goes nowhere: nothing runs on
+    // a fiber being destroyed.
+    void *current = __tsan_get_current_fiber();
+    __tsan_switch_to_fiber(san->tsan_fiber, 0);
+    __tsan_switch_to_fiber(current, 0);
+    __tsan_destroy_fiber(san->tsan_fiber);
+  }
   san->tsan_fiber = NULL;
 #endif
   (void)san;
