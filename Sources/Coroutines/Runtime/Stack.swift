@@ -389,7 +389,7 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   private func vacate(_ slab: Slab, in sizeClass: SizeClass) -> Slab? {
     slab.occupied -= 1
     if slab.occupied == 0 {
-      forget(slab, in: sizeClass)
+      forgetEmpty(slab, in: sizeClass)
       return slab
     }
     open(slab, in: sizeClass)
@@ -397,7 +397,7 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   }
 
   /// Forgets an empty slab, for the caller to unmap once the mutex is dropped. Under `mutex`.
-  private func forget(_ slab: Slab, in sizeClass: SizeClass) {
+  private func forgetEmpty(_ slab: Slab, in sizeClass: SizeClass) {
     sizeClass.slabs[slab.key] = nil
     slab.isFreed = true
   }
@@ -427,7 +427,7 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
       slab.occupied -= taken
       if slab.occupied == 0 {
         slab.idle.removeAll()
-        forget(slab, in: sizeClass)
+        forgetEmpty(slab, in: sizeClass)
         emptied.append(slab)
         continue
       }
