@@ -15,7 +15,7 @@ struct IdleStackDecay {
   static let interval: UInt64 = 1_000_000_000
 
   /// When the current interval started, or nil while no more than the capacity are idle.
-  private(set) var intervalStart: UInt64?
+  private var intervalStart: UInt64?
   /// The fewest stacks idle at any moment of the current interval.
   private var fewestIdle = 0
 
