@@ -52,7 +52,7 @@ enum Child {
       numbers = [try CoroutineFigures.sharedAlternation(Counts.loop(CoroutineBackend.current) / 2)]
     case "group-wakeup":
       let (ours, swift) = try GroupFigures.wakeUpMedians()
-      numbers = [ours, swift]
+      numbers = [ours, swift, GroupFigures.cacheLineCrossing()]
     case let name where name.hasPrefix("skynet-"):
       numbers = [try GroupFigures.skynetOnGroup(threads: Int(name.dropFirst("skynet-".count))!)]
     case let name where name.hasPrefix("memory-"):

@@ -30,6 +30,13 @@ enum GroupFigures {
   static func promiseRows() throws -> [Row] {
     progress("group: promise settled on another thread")
     let (ours, swift) = try wakeUpMedians()
+    let crossing = cacheLineCrossing()
+    if crossing > 0 {
+      print(
+        String(
+          format: "A cache line crosses between two threads in %.0f ns in this run (one way); "
+            + "the wake-up's median is %.1f crossings.", crossing, ours / crossing))
+    }
     return [
       Row(
         figure: "wake-up by a promise settled on another thread, group coroutine, median",
@@ -82,6 +89,13 @@ enum GroupFigures {
     }
     settler.stop()
     return (ours, swift)
+  }
+
+  /// Nanoseconds for a cache line to cross between two unpinned threads, one way: the unit a
+  /// wake-up from another thread is made of. On a virtual machine it depends on where the host
+  /// puts the two virtual processors, and moves the wake-up with it.
+  static func cacheLineCrossing() -> Double {
+    baseline_cache_line_crossing_ns(100_000, 3)
   }
 
   /// The median of the samples of the best of three runs (by their own median).

@@ -16,6 +16,12 @@ double baseline_register_switch_round_trip_ns(long round_trips, int repetitions)
 /// after it on each side: what a frame spanning a switch costs. -1 where there is no such switch.
 double baseline_register_switch_spanning_ns(int extra, long round_trips, int repetitions);
 
+/// Nanoseconds for a cache line to cross between two threads one way (half a round trip of a
+/// value passed back and forth), best of `repetitions` runs of `round_trips` each; the threads
+/// are not pinned, so they land where the system puts them, as the library's do. -1 when the
+/// second thread cannot start.
+double baseline_cache_line_crossing_ns(long round_trips, int repetitions);
+
 /// Nanoseconds on the monotonic clock.
 unsigned long long baseline_now_ns(void);
 
