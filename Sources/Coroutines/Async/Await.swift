@@ -151,6 +151,10 @@ public func co_await<T>(_ future: CoFuture<T>) throws -> T {
   try Coroutine.requireCurrentUnretained()._withUnsafeGuaranteedRef { coroutine in
     if coroutine.isCancelled { throw CancellationError() }
     if let settled = future.result { return try settled.get() }
+    // `result` marked the future observed: an outcome published while the coroutine spins
+    // may be read without the lock.
+    coroutine.spinForAnswer { future.hasPublished }
+    if let settled = future.outcomeIfPublished { return try settled.get() }
     return try coroutine.suspend(awaiting: future)
   }
 }

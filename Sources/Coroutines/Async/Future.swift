@@ -23,7 +23,10 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
   // most `T`'s own metadata, which the instance's class already holds.
   @usableFromInline let futureLock = Mutex<Void>(())
   // The one-byte fields follow the 4-byte lock, in the padding before the first word.
-  @usableFromInline @exclusivity(unchecked) final var futureState = FutureState.pending
+  /// Written only inside `futureLock`, read there too; the store that publishes an outcome
+  /// releases it, so that a coroutine spinning on the future may read a published outcome
+  /// without the lock (see ``outcomeIfPublished``).
+  @usableFromInline let futureStateWord = Atomic<FutureState>(.pending)
   /// Whether anyone has looked at the outcome (see ``CoUnhandledErrors``).
   @usableFromInline @exclusivity(unchecked) final var futureObserved = false
   /// Settled, with observers in `futureObservers` that a ``Trampoline`` will tell: an observer
@@ -33,6 +36,12 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
   /// that the deinitialiser looks for waits to end only when there may be some: looking through
   /// the observers there, unspecialised, cost every future generic look-ups.
   @usableFromInline @exclusivity(unchecked) final var futureHoldsWaiter = false
+  /// Where the future is in its life: read relaxed, published with a release.
+  @inlinable
+  final var futureState: FutureState {
+    get { futureStateWord.load(ordering: .relaxed) }
+    set { futureStateWord.store(newValue, ordering: .releasing) }
+  }
   /// The error of a rejected future.
   @usableFromInline @exclusivity(unchecked) final var futureError: (any Error)?
   /// The value of a fulfilled future: its bytes when `T` is trivial and fits in a word
@@ -306,6 +315,17 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
     return .success(box.takeUnretainedValue().value)
   }
 
+  /// The outcome if it is published, read without the lock; nil while pending. The acquiring
+  /// load pairs with the releasing store that published it, after the outcome was written.
+  @inlinable
+  final var outcomeIfPublished: Result<T, any Error>? {
+    futureStateWord.load(ordering: .acquiring) == .pending ? nil : publishedOutcome
+  }
+
+  /// True once the outcome is published; a lock-free look, for a coroutine spinning on it.
+  @inlinable
+  final var hasPublished: Bool { futureStateWord.load(ordering: .acquiring) != .pending }
+
   /// Publishes the outcome already written with ``storeOutcome(_:)`` and notifies the
   /// observers, if the future is still pending; returns the outcome if it did. A task settles
   /// this way, so that the closure that publishes its body's outcome captures the task alone.
@@ -451,7 +471,7 @@ final class FutureValueBox<T> {
 
 /// Where a future is in its life; one byte.
 @usableFromInline
-enum FutureState: UInt8 {
+enum FutureState: UInt8, AtomicRepresentable {
   case pending, fulfilled, rejected
 }
 

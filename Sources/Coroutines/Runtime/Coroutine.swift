@@ -716,6 +716,15 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     return loop
   }
 
+  /// Spins, before parking until `answered()` is true, while the loop running the coroutine
+  /// has nothing else to do (see `CoroutineLoop.spinForAnswer`); stops early on cancellation.
+  /// The caller looks at its answer again afterwards.
+  @usableFromInline
+  func spinForAnswer(_ answered: () -> Bool) {
+    guard let loop = loopRunningHereUnretained else { return }
+    loop._withUnsafeGuaranteedRef { $0.spinForAnswer { answered() || isCancelled } }
+  }
+
   /// True while the wait of `generation` is armed and unclaimed.
   func isWaiting(_ generation: UInt64) -> Bool {
     waitWord.load(ordering: .acquiring) == generation << 1 | 1

@@ -485,6 +485,25 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   ///
   /// Returns true when work arrived (or a timer fell due) and the loop should run it.
   private func spinForRemoteWork() -> Bool {
+    spin { watchedNeedsAttention }
+  }
+
+  /// For a coroutine of this loop about to park until another thread answers it: spins on its
+  /// stack while the loop has nothing else to run, as the loop would before sleeping, until
+  /// `answered()` is true. Parking and being handed back costs the claim of the coroutine's
+  /// wait, a switch out and a switch in; an answer seen here costs none of them. Returns at
+  /// once, not spinning, when the loop has jobs queued, ready coroutines or descriptors to
+  /// watch, or no budget (see `spinForRemoteWork`); and when other threads' work arrives or a
+  /// timer falls due.
+  func spinForAnswer(_ answered: () -> Bool) {
+    guard spinBudget > 0, poller.waiterCount == 0, mayWatch else { return }
+    _ = spin(until: answered)
+  }
+
+  /// Spins for up to `spinBudget` (see `spinForRemoteWork`). Returns true as soon as `found()`
+  /// is true or other threads' work may wait, or at once when a timer is due already; false
+  /// when the budget is spent or a timer fell due meanwhile, halving the budget.
+  private func spin(until found: () -> Bool) -> Bool {
     guard spinBudget > 0, liveCoroutines > 0 || groupReference != nil else { return false }
     let start = monotonicNanoseconds()
     var end = start &+ spinBudget
@@ -495,7 +514,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     var nextYield = start &+ Self.spinBetweenYields
     while true {
       for _ in 0..<64 {
-        if remoteWorkMayWait || watchedNeedsAttention { return true }
+        if remoteWorkMayWait || found() { return true }
       }
       let now = monotonicNanoseconds()
       if now >= end { break }
