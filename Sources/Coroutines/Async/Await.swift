@@ -143,6 +143,12 @@ extension Coroutine {
 /// Waits for `future` to settle, suspending the coroutine (never the thread), and returns its
 /// value or throws its error.
 ///
+/// On a ``CoroutineLoop`` with nothing else to run, whose coroutines other threads answered
+/// quickly of late, the coroutine first watches the future for up to a few microseconds before
+/// it parks: an answer from another thread then reaches it without a switch. Anything else for
+/// the loop to do (a queued coroutine, another thread's job, a timer due, a descriptor to watch)
+/// and cancellation rule the watch out or end it at once.
+///
 /// - Throws: The future's error; `CancellationError` at once if the coroutine is cancelled
 ///   while waiting; ``CoroutineError/notInCoroutine`` outside a coroutine.
 @inlinable @inline(__always)
