@@ -24,6 +24,33 @@ extension IOTests {
       #expect(byte == 42)
     }
 
+    @Test func anAwaitBesideADescriptorWaitParksRatherThanSpins() throws {
+      let clock = ContinuousClock()
+      let started = clock.now
+      let value = try runOnLoopLeavingNoDescriptor { () -> Int in
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        // Far longer than the test may take: an await spinning blind to the poller would hold
+        // it until the descriptor wait's timeout.
+        CoroutineLoop.current!.setSpinBudgetForTesting(60_000_000_000)
+        let answer = CoPromise<Int>()
+        co_launch {
+          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: 50)
+          answer.fulfill(8)
+        }
+        try co_delay(0)  // the waiter is registered
+        let writeEnd = pipe.writeEnd
+        LoopWatchTests.onPlainThread {
+          _ = LoopWatchTests.poll { answer.wasObserved }
+          var byte: UInt8 = 1
+          _ = write(writeEnd, &byte, 1)
+        }
+        return try co_await(answer)
+      }
+      #expect(value == 8)
+      #expect(clock.now - started < .seconds(30))
+    }
+
     @Test func aLoopThatNeverRunsOutOfJobsStillServesItsDescriptors() throws {
       let yieldsWhileWaiting = try runOnLoopLeavingNoDescriptor { () -> Int in
         let pipe = try TestPipe()
