@@ -315,16 +315,15 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
     return .success(box.takeUnretainedValue().value)
   }
 
-  /// The outcome if it is published, read without the lock; nil while pending. The acquiring
-  /// load pairs with the releasing store that published it, after the outcome was written.
-  @inlinable
-  final var outcomeIfPublished: Result<T, any Error>? {
-    futureStateWord.load(ordering: .acquiring) == .pending ? nil : publishedOutcome
-  }
-
-  /// True once the outcome is published; a lock-free look, for a coroutine spinning on it.
+  /// True once the outcome is published; a lock-free look, for a coroutine spinning on it. The
+  /// acquiring load pairs with the releasing store that published it, after the outcome was
+  /// written, so the outcome may then be read without the lock.
   @inlinable
   final var hasPublished: Bool { futureStateWord.load(ordering: .acquiring) != .pending }
+
+  /// The outcome if it is published, read without the lock; nil while pending.
+  @inlinable
+  final var outcomeIfPublished: Result<T, any Error>? { hasPublished ? publishedOutcome : nil }
 
   /// Publishes the outcome already written with ``storeOutcome(_:)`` and notifies the
   /// observers, if the future is still pending; returns the outcome if it did. A task settles
