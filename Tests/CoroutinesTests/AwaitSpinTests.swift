@@ -131,11 +131,7 @@ import Testing
         _ = LoopWatchTests.poll { never.wasObserved }
         waiter.cancel()
       }
-      do {
-        return "value \(try co_await(waiter))"
-      } catch is CancellationError {
-        return "cancelled"
-      }
+      return try LoopWatchTests.valueOrCancelled(of: waiter)
     }
     #expect(outcome == "cancelled")
   }

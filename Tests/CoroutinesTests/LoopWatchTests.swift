@@ -25,6 +25,16 @@ import Testing
     Thread(block: body).start()
   }
 
+  /// Awaits `task` in the calling coroutine: "cancelled" when it ends with
+  /// `CancellationError`, else its value described.
+  static func valueOrCancelled<T>(of task: CoTask<T>) throws -> String {
+    do {
+      return "value \(try co_await(task))"
+    } catch is CancellationError {
+      return "cancelled"
+    }
+  }
+
   /// The task's value, waited for on this thread.
   static func value<T>(of task: CoTask<T>) throws -> T {
     let done = DispatchSemaphore(value: 0)
@@ -148,11 +158,7 @@ import Testing
           Self.poll { waiter.coroutine.currentState == .watched }, ordering: .relaxed)
         waiter.cancel()
       }
-      do {
-        return "value \(try co_await(waiter))"
-      } catch is CancellationError {
-        return "cancelled"
-      }
+      return try Self.valueOrCancelled(of: waiter)
     }
     #expect(outcome == "cancelled")
     let watched = sawWatched.load(ordering: .relaxed)
