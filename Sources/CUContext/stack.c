@@ -29,11 +29,9 @@
 #define PIDFD_SELF -10000  // "the calling process" for the pidfd calls (Linux 6.14+)
 #endif
 
-size_t cu_page_size(void) {
-  static size_t page;
-  if (page == 0) page = (size_t)sysconf(_SC_PAGESIZE);
-  return page;
-}
+// glibc keeps the page size from the auxiliary vector; asking is a load, so nothing is cached
+// here: a lazily filled static would race when several threads make their first launch at once.
+size_t cu_page_size(void) { return (size_t)getpagesize(); }
 
 static size_t round_up(size_t value, size_t unit) { return (value + unit - 1) / unit * unit; }
 
