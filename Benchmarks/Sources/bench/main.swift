@@ -20,6 +20,9 @@ if CommandLine.arguments.dropFirst().first == "echo" {
   exit(0)
 }
 
+// `bench load`: the section on holding up under load alone.
+if try LoadFigures.runSectionIfRequested() { exit(0) }
+
 // `bench group`: the loop group's section alone.
 if CommandLine.arguments.dropFirst().first == "group" {
   try GroupFigures.runSection()
@@ -249,6 +252,7 @@ print(
       + "TaskGroup child %.1f ns, AsyncStream ping-pong %.1f ns.",
     bareSwapcontext, bareRegisterSwitch.map { String(format: "%.1f ns", $0) } ?? "n/a",
     taskYield, continuation, taskGroupChild, asyncStream))
+try LoadFigures.printSection()
 try Echo.runSection()
 try GroupFigures.runSection()
 print("")
