@@ -175,16 +175,18 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
   }
 
   /// Launches a coroutine on the default scheduler (as ``co_launch(name:stackSize:_:)`` chooses
-  /// it) that belongs to this scope, not to the coroutine calling this.
+  /// it) that belongs to this scope, not to the coroutine calling this. `body` is `sending`, as
+  /// there: the default scheduler may run it on another thread at the same time as its launcher,
+  /// so the launcher may not go on using what it captures.
   ///
   /// - Parameters:
   ///   - name: A name for diagnostics.
   ///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``.
-  ///   - body: The coroutine's code.
+  ///   - body: The coroutine's code, handed over to the coroutine (`sending`).
   /// - Returns: The task, which is also in the scope.
   @discardableResult
   public func launch<T>(
-    name: String? = nil, stackSize: Int? = nil, _ body: @escaping () throws -> T
+    name: String? = nil, stackSize: Int? = nil, _ body: sending @escaping () throws -> T
   ) -> CoTask<T> {
     add(co_launch(name: name, stackSize: stackSize, detached: true, body))
   }
