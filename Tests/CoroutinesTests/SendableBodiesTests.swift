@@ -9,20 +9,21 @@ import Testing
 /// one that shares a `var` or a non-Sendable object with the code that wrote it, and accepts
 /// children that hand their results back.
 @Suite struct SendableBodiesTests {
-  /// The correct form of the racy program below, run: four children on a group of two threads
-  /// each count to 100 000 in a variable of their own, and the parent sums their results.
+  /// The correct form of the racy program below, run (the sample of `co_launch`'s doc comment):
+  /// four children on a group of two threads each count to 100 000 in a variable of their own,
+  /// and the parent sums their results.
   @Test func childrenThatReturnTheirCountsSumExactly() throws {
     let group = CoroutineLoopGroup(threads: 2)
     defer { group.shutdown() }
     let parent = co_launch(on: group) { () -> Int in
       let children = (0..<4).map { _ in
         co_launch { () -> Int in
-          var count = 0
+          var count = 0  // each child counts in a variable of its own
           for _ in 0..<100_000 { count += 1 }
           return count
         }
       }
-      return try children.reduce(0) { try $0 + co_await($1) }
+      return try children.reduce(0) { try $0 + co_await($1) }  // 400 000
     }
     #expect(try CoroutineLoop.run { try co_await(parent) } == 400_000)
   }

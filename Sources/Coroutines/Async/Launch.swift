@@ -54,14 +54,14 @@ public func co_launch<T>(
 /// synchronised `Sendable` type (see "Sendable bodies" in <doc:CoroutinesSchedulersAndLoop>).
 ///
 /// ```swift
-/// let tasks = (0..<4).map { _ in
+/// let children = (0..<4).map { _ in
 ///   co_launch { () -> Int in
-///     var count = 0
+///     var count = 0  // each child counts in a variable of its own
 ///     for _ in 0..<100_000 { count += 1 }
 ///     return count
 ///   }
 /// }
-/// let total = try tasks.reduce(0) { try $0 + co_await($1) }  // 400 000
+/// return try children.reduce(0) { try $0 + co_await($1) }  // 400 000
 /// ```
 ///
 /// - Parameters:
