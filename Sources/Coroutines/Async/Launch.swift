@@ -225,10 +225,14 @@ public func co_launch<T>(
 /// `@Sendable` (a scheduler given), `sending` (the default scheduler: the launcher keeps no
 /// access to what it captures), or non-Sendable only where the coroutine certainly runs on the
 /// launcher's own thread, one job at a time with it (a ``CoroutineTestLoop``).
+///
+/// `consuming`, as ``CoTask``'s initialiser takes it: a `sending` parameter arrives owned, and
+/// is moved into the task. Borrowed here, the task's store retained it and the end of the
+/// launch released the launcher's reference: a retain and a release more per launch.
 @inlinable
 func launchCoroutine<T>(
   on scheduler: (any CoroutineScheduler)?, name: String?, stackSize: Int?,
-  stack: CoroutineStack.Mode?, detached: Bool, _ body: @escaping () throws -> T
+  stack: CoroutineStack.Mode?, detached: Bool, _ body: consuming @escaping () throws -> T
 ) -> CoTask<T> {
   if let stackSize { CoroutineStack.validate(stackSize, in: "co_launch(stackSize:)") }
   let size = roundedToPages(stackSize ?? CoroutineStack.defaultSize)
