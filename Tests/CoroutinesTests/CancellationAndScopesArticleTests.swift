@@ -16,15 +16,17 @@ struct Page: Equatable {
   let items: [String]
 }
 
-final class FeedScreen {
+final class FeedScreen: Sendable {
   private let scope = CoScope()
-  private(set) var refreshes = 0
+  private let refreshCount = Mutex(0)
+
+  var refreshes: Int { refreshCount.withLock { $0 } }
 
   func appear() {
     scope.launch { [weak self] in
       while true {
         try co_delay(10)
-        self?.refreshes += 1
+        self?.refreshCount.withLock { $0 += 1 }
       }
     }
   }
@@ -101,12 +103,12 @@ final class Logger: Sendable {
 
   @Test func parentsAndChildren() throws {
     let unwound = Journal<String>()
-    let loadHeader = { () throws -> String in
+    let loadHeader = { @Sendable () throws -> String in
       defer { unwound.append("header") }
       try co_delay(60)
       return "header"
     }
-    let loadItems = { () throws -> [String] in
+    let loadItems = { @Sendable () throws -> [String] in
       defer { unwound.append("items") }
       try co_await(CoPromise<Void>())
       return []
@@ -131,7 +133,7 @@ final class Logger: Sendable {
 
   @Test func detached() throws {
     let uploaded = CoPromise<Void>()
-    let uploadLogs = { () throws in uploaded.fulfill(()) }
+    let uploadLogs = { @Sendable () throws in uploaded.fulfill(()) }
     try CoroutineLoop.run {
       let launcher = co_launch { () -> Void in
         co_launch(detached: true) { try uploadLogs() }
@@ -159,7 +161,7 @@ final class Logger: Sendable {
   @Test func otherMembers() throws {
     let socket = Connection()
     let files = ["a", "b"]
-    let sendAll = { (files: [String]) throws -> Int in
+    let sendAll = { @Sendable (files: [String]) throws -> Int in
       try co_await(CoPromise<Void>())
       return files.count
     }
@@ -179,7 +181,7 @@ final class Logger: Sendable {
   @Test func aScopeWithADeadline() throws {
     let clock = CoroutineTestLoop()
     let unwound = Counter()
-    let syncEverything = { () throws -> Void in
+    let syncEverything = { @Sendable () throws -> Void in
       defer { unwound.increment() }
       while true { try co_delay(1) }
     }

@@ -7,18 +7,18 @@ import Testing
 
 @Suite struct CancellationTests {
   @Test func cancellingAnAwaitingCoroutineThrowsAtOnceRunsDefersAndRejectsTheTask() throws {
-    let cleanedUp = Atomic<Bool>(false)
+    let cleanedUp = Counter()
     let never = CoPromise<Int>()
     let outcome = try CoroutineLoop.run { () -> Result<Int, any Error> in
       let task = co_launch { () -> Int in
-        defer { cleanedUp.store(true, ordering: .relaxed) }
+        defer { cleanedUp.increment() }
         return try co_await(never)
       }
       try co_delay(0)  // let it park
       task.cancel()
       return Result { try task.await() }
     }
-    #expect(cleanedUp.load(ordering: .relaxed) == true)
+    #expect(cleanedUp.value == 1)
     #expect(throws: CancellationError.self) { try outcome.get() }
     #expect(never.result == nil)  // the promise itself is untouched
   }
@@ -104,13 +104,13 @@ import Testing
   }
 
   @Test func aTaskCancelledBeforeItStartsNeverRunsItsBody() throws {
-    let ran = Atomic<Bool>(false)
+    let ran = Counter()
     let outcome = try CoroutineLoop.run { () -> Result<Void, any Error> in
-      let task = co_launch { ran.store(true, ordering: .relaxed) }
+      let task = co_launch { _ = ran.increment() }
       task.cancel()
       return Result { try task.await() }
     }
-    #expect(!ran.load(ordering: .relaxed) == true)
+    #expect(ran.value == 0)
     #expect(throws: CoroutineError.cancelledBeforeStart) { try outcome.get() }
   }
 
@@ -118,10 +118,10 @@ import Testing
   /// task dropped and cancelled before its start must still be told, and then be freed.
   @Test func aDroppedTaskCancelledBeforeItStartsIsToldAndFreed() throws {
     weak var dropped: CoTask<Void>?
-    let ran = Atomic<Bool>(false)
+    let ran = Counter()
     let rejections = Atomic<Int>(0)
     try CoroutineLoop.run {
-      let task = co_launch { ran.store(true, ordering: .relaxed) }
+      let task = co_launch { _ = ran.increment() }
       task.whenComplete { result in
         if case .failure(CoroutineError.cancelledBeforeStart) = result {
           rejections.add(1, ordering: .relaxed)
@@ -130,7 +130,7 @@ import Testing
       dropped = task
       task.cancel()
     }
-    #expect(ran.load(ordering: .relaxed) == false)
+    #expect(ran.value == 0)
     #expect(rejections.load(ordering: .relaxed) == 1)
     #expect(dropped == nil)
   }

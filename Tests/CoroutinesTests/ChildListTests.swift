@@ -125,8 +125,8 @@ import Testing
     let finished = Journal<Int>()
     let unwound = Journal<Int>()
     let (value, cancelledTaskSettled) = try CoroutineLoop.run { () -> (Int, Bool) in
-      var random = SplitMix64(seed: seed)
       let parent = co_launch { () -> Int in
+        var random = SplitMix64(seed: seed)
         // Children that yield a random number of times finish out of launch order.
         for index in 0..<500 {
           let turns = random.index(below: 5)
@@ -138,6 +138,7 @@ import Testing
         return 42
       }
       let cancelled = co_launch { () -> Void in
+        var random = SplitMix64(seed: seed &+ 1)
         for index in 0..<300 {
           let turns = random.index(below: 5)
           co_launch {

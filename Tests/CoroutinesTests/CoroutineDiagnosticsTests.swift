@@ -10,7 +10,9 @@ import Testing
 @Suite struct CoroutineDiagnosticsTests {
   @Test func theDumpListsEveryLiveCoroutineWithStateSchedulerAndStack() throws {
     let tag = "dump-\(UUID().uuidString)"
-    let mine = { CoroutineDiagnostics.liveCoroutines().filter { $0.name?.hasPrefix(tag) == true } }
+    let mine = { @Sendable in
+      CoroutineDiagnostics.liveCoroutines().filter { $0.name?.hasPrefix(tag) == true }
+    }
     try CoroutineLoop.run {
       let gate = CoPromise<Void>()
       let started = CoPromise<Void>()

@@ -79,7 +79,7 @@ import Testing
 
   @Test func theLoggingSample() throws {
     let lines = Journal<String>()
-    let log = { (line: String) in lines.append(line) }
+    let log = { @Sendable (line: String) in lines.append(line) }
     try CoroutineLoop.run { () -> Void in
       co_launch(name: "refresh") {
         if let me = CoroutineHandle.current {

@@ -134,6 +134,25 @@ struct Mail: Sendable {
     #expect(try await unread.value == 2)
   }
 
+  @Test func sendingBodies() throws {
+    let group = CoroutineLoopGroup(threads: 2)
+    let total = try CoroutineLoop.run {
+      try co_await(on: group) { () -> Int in
+        let children = (0..<4).map { _ in
+          co_launch { () -> Int in
+            var count = 0  // each child counts in a variable of its own
+            for _ in 0..<100_000 { count += 1 }
+            return count
+          }
+        }
+        return try children.reduce(0) { try $0 + co_await($1) }
+      }
+    }
+    group.shutdown()
+    // total == 400_000
+    #expect(total == 400_000)
+  }
+
   @Test func movingForAWhile() throws {
     let checksum = try CoroutineLoop.run { () -> Int in
       let bytes = try co_await(on: DispatchQueue.global()) {

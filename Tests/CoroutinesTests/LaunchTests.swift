@@ -67,7 +67,8 @@ import Testing
   @Test func theSharedStackSample() throws {
     let connection = CoPromise<String>()
     let served = Journal<String>()
-    let serve = { (connection: CoPromise<String>) throws in served.append(try co_await(connection))
+    let serve = { @Sendable (connection: CoPromise<String>) throws in
+      served.append(try co_await(connection))
     }
     try CoroutineLoop.run {
       co_launch(stack: .shared) { try serve(connection) }

@@ -76,13 +76,13 @@ import Testing
   @Test func aLoopThatGoesToSleepEndsItsWatchAndIsStillWoken() throws {
     let first = CoPromise<Int>()
     let second = CoPromise<Int>()
-    let inSecondWait = Atomic<Bool>(false)
+    let inSecondWait = Counter()
     let sawSuspended = Atomic<Bool>(false)
     let sum = try CoroutineLoop.run { () -> Int in
       let waiter = co_launch { () -> Int in
         let one = try co_await(first)
         // The loop will spin for at most its longest spin, then end the watch and sleep.
-        inSecondWait.store(true, ordering: .relaxed)
+        inSecondWait.increment()
         return try one + co_await(second)
       }
       Self.onPlainThread {
@@ -92,7 +92,7 @@ import Testing
         // Watched first, then merely suspended once the loop has gone to sleep.
         sawSuspended.store(
           Self.poll {
-            inSecondWait.load(ordering: .relaxed)
+            inSecondWait.value > 0
               && waiter.coroutine.currentState == .suspended
           },
           ordering: .relaxed)

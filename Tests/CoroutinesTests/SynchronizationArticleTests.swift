@@ -86,36 +86,44 @@ import Testing
 
   @Test func aReadersWriterLock() throws {
     // sample
-    let lock = CoRWLock()
-    var settings = ["theme": "dark"]
+    final class Settings: @unchecked Sendable {  // `values` only under `lock`
+      let lock = CoRWLock()
+      var values = ["theme": "dark"]
+    }
+
+    let settings = Settings()
     try CoroutineLoop.run {
-      co_launch { try lock.withWriteLock { settings["theme"] = "light" } }
-      co_launch { _ = try lock.withReadLock { settings["theme"] } }
+      co_launch { try settings.lock.withWriteLock { settings.values["theme"] = "light" } }
+      co_launch { _ = try settings.lock.withReadLock { settings.values["theme"] } }
     }
     // end
-    #expect(settings == ["theme": "light"])
+    #expect(settings.values == ["theme": "light"])
   }
 
   @Test func aCondition() throws {
     // sample
-    let mutex = CoMutex()
-    let nonEmpty = CoCondition()
-    var queue: [Int] = []
+    final class WorkQueue: @unchecked Sendable {  // `items` only under `mutex`
+      let mutex = CoMutex()
+      let nonEmpty = CoCondition()
+      var items: [Int] = []
+    }
+
+    let queue = WorkQueue()
     let taken = try CoroutineLoop.run { () -> Int in
       let consumer = co_launch { () -> Int in
-        try mutex.withLock {
-          while queue.isEmpty { try nonEmpty.wait(mutex) }
-          return queue.removeFirst()
+        try queue.mutex.withLock {
+          while queue.items.isEmpty { try queue.nonEmpty.wait(queue.mutex) }
+          return queue.items.removeFirst()
         }
       }
-      try mutex.withLock { queue.append(42) }
-      nonEmpty.signal()
+      try queue.mutex.withLock { queue.items.append(42) }
+      queue.nonEmpty.signal()
       return try co_await(consumer)
     }
     // taken == 42
     // end
     #expect(taken == 42)
-    #expect(queue.isEmpty)
+    #expect(queue.items.isEmpty)
   }
 
   @Test func aWaitGroup() throws {

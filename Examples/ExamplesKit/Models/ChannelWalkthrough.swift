@@ -62,24 +62,27 @@ public enum ChannelWalkthrough {
     narrator.say(
       "part 1: a producer, a channel with room for \(configuration.capacity), a slow consumer")
     let channel = CoChannel<Int>(capacity: configuration.capacity)
-    // Both coroutines run on this loop, one step at a time, so these need no lock.
-    var received: [Int] = []
-    var largestLead = 0
-    let producer = co_launch {
+    // The producer reads how far the consumer has got: a count both coroutines share, so it is
+    // a Sendable one (the compiler cannot see that both run on this loop).
+    let done = Locked(0)
+    let producer = co_launch { () -> Int in
       defer { channel.close() }
+      var largestLead = 0
       for item in 1...configuration.items {
         try channel.send(item)  // suspends while the buffer is full
-        largestLead = max(largestLead, item - received.count)
+        largestLead = max(largestLead, item - done.value)
         narrator.say("producer: sent \(item) (\(channel.count) waiting in the buffer)")
       }
+      return largestLead
     }
+    var received: [Int] = []
     for item in channel {
       try co_delay(configuration.consumerDelay)
       received.append(item)
+      done.withLock { $0 += 1 }
       narrator.say("consumer: done with \(item)")
     }
-    try co_await(producer)
-    return (received, largestLead)
+    return (received, try co_await(producer))
   }
 
   private static func select(

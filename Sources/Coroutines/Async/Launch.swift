@@ -27,7 +27,7 @@ import CUContext
 /// checks what it captures, and a body written in `main.swift` or a `@MainActor` type does not
 /// take on the main actor's isolation (see "Sendable bodies" in
 /// <doc:CoroutinesSchedulersAndLoop>). ``co_launch(name:stackSize:_:)``, without a scheduler,
-/// takes any closure, as it runs where its launcher's code runs.
+/// takes a `sending` body instead.
 @discardableResult
 @inlinable  // specialised for the caller's T: unspecialised, each launch looked up generic metadata
 public func co_launch<T>(
@@ -44,20 +44,37 @@ public func co_launch<T>(
 /// inside a coroutine, that coroutine's scheduler; outside, the loop the calling thread is
 /// running (a ``CoroutineLoop`` or a ``CoroutineTestLoop``), else ``CoroutineLoop/main``.
 ///
-/// The same as ``co_launch(on:name:stackSize:_:)`` otherwise, except that `body` may capture
-/// anything: it runs where its launcher's code runs.
+/// The same as ``co_launch(on:name:stackSize:_:)`` otherwise, except that `body` is `sending`
+/// rather than `@Sendable`: it may capture non-Sendable values, as long as the launcher does not
+/// use them after the launch. The default scheduler may run the child on another thread at the
+/// same time as its launcher (a ``CoroutineLoopGroup`` moves coroutines between its loops, a
+/// concurrent `DispatchQueue` runs jobs side by side), so the compiler rejects a body that
+/// captures a `var` or a non-Sendable object the launcher goes on using: children hand their
+/// results back as their task's value, and shared state goes behind a ``CoMutex`` or another
+/// synchronised `Sendable` type (see "Sendable bodies" in <doc:CoroutinesSchedulersAndLoop>).
+///
+/// ```swift
+/// let children = (0..<4).map { _ in
+///   co_launch { () -> Int in
+///     var count = 0  // each child counts in a variable of its own
+///     for _ in 0..<100_000 { count += 1 }
+///     return count
+///   }
+/// }
+/// return try children.reduce(0) { try $0 + co_await($1) }  // 400 000
+/// ```
 ///
 /// - Parameters:
 ///   - name: A name for diagnostics.
 ///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``.
-///   - body: The coroutine's code.
+///   - body: The coroutine's code, handed over to the coroutine (`sending`).
 /// - Returns: The task: await it, observe it, or cancel it.
 @discardableResult
 @inlinable
 public func co_launch<T>(
   name: String? = nil,
   stackSize: Int? = nil,
-  _ body: @escaping () throws -> T
+  _ body: sending @escaping () throws -> T
 ) -> CoTask<T> {
   launchCoroutine(on: nil, name: name, stackSize: stackSize, stack: nil, detached: false, body)
 }
@@ -65,8 +82,10 @@ public func co_launch<T>(
 /// Starts a stackful coroutine on a test loop: the same as ``co_launch(on:name:stackSize:_:)``,
 /// except that `body` may capture anything. A ``CoroutineTestLoop`` runs its jobs on the thread
 /// that calls ``CoroutineTestLoop/advance(by:)`` or ``CoroutineTestLoop/runUntilIdle()``, the
-/// test's own, so coroutines launched on it may share the test's non-Sendable objects, as
-/// coroutines launched without a scheduler share their launcher's.
+/// test's own, one at a time, so coroutines launched on it may share the test's non-Sendable
+/// objects and variables. (A child such a coroutine launches without a scheduler goes through
+/// ``co_launch(name:stackSize:_:)``, whose body is `sending`: the compiler cannot tell that the
+/// current coroutine's scheduler is a test loop.)
 ///
 /// - Parameters:
 ///   - loop: The test loop that runs the coroutine.
@@ -118,13 +137,15 @@ public func co_launch<T>(
 }
 
 /// Starts a stackful coroutine on the default scheduler, on the stack `stack` asks for; as
-/// ``co_launch(on:name:stackSize:stack:_:)`` otherwise, with a body that may capture anything.
+/// ``co_launch(on:name:stackSize:stack:_:)`` otherwise, with a `sending` body, as
+/// ``co_launch(name:stackSize:_:)`` takes and for the same reason: the default scheduler may run
+/// it on another thread at the same time as its launcher.
 ///
 /// - Parameters:
 ///   - name: A name for diagnostics.
 ///   - stackSize: As for ``co_launch(on:name:stackSize:stack:_:)``.
 ///   - stack: As for ``co_launch(on:name:stackSize:stack:_:)``.
-///   - body: The coroutine's code.
+///   - body: The coroutine's code, handed over to the coroutine (`sending`).
 /// - Returns: The task: await it, observe it, or cancel it.
 @discardableResult
 @inlinable
@@ -132,7 +153,7 @@ public func co_launch<T>(
   name: String? = nil,
   stackSize: Int? = nil,
   stack: CoroutineStack.Mode,
-  _ body: @escaping () throws -> T
+  _ body: sending @escaping () throws -> T
 ) -> CoTask<T> {
   launchCoroutine(on: nil, name: name, stackSize: stackSize, stack: stack, detached: false, body)
 }
@@ -175,14 +196,14 @@ public func co_launch<T>(
 
 /// Starts a stackful coroutine on the default scheduler, detached from the coroutine that
 /// launches it if `detached`; as ``co_launch(on:name:stackSize:stack:detached:_:)`` otherwise,
-/// with a body that may capture anything.
+/// with a `sending` body, as ``co_launch(name:stackSize:_:)`` takes and for the same reason.
 ///
 /// - Parameters:
 ///   - name: A name for diagnostics.
 ///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``.
 ///   - stack: As for ``co_launch(on:name:stackSize:stack:detached:_:)``.
 ///   - detached: True to launch it detached.
-///   - body: The coroutine's code.
+///   - body: The coroutine's code, handed over to the coroutine (`sending`).
 /// - Returns: The task: await it, observe it, or cancel it.
 @discardableResult
 @inlinable
@@ -191,17 +212,27 @@ public func co_launch<T>(
   stackSize: Int? = nil,
   stack: CoroutineStack.Mode? = nil,
   detached: Bool,
-  _ body: @escaping () throws -> T
+  _ body: sending @escaping () throws -> T
 ) -> CoTask<T> {
   launchCoroutine(
     on: nil, name: name, stackSize: stackSize, stack: stack, detached: detached, body)
 }
 
 /// Every form of `co_launch`; `stack == nil` follows ``CoroutineStack/defaultMode``.
+///
+/// `body` is a plain closure here, stored in the task and run by the coroutine, possibly on
+/// another thread. That is sound because every public entry point hands it over checked: it is
+/// `@Sendable` (a scheduler given), `sending` (the default scheduler: the launcher keeps no
+/// access to what it captures), or non-Sendable only where the coroutine certainly runs on the
+/// launcher's own thread, one job at a time with it (a ``CoroutineTestLoop``).
+///
+/// `consuming`, as ``CoTask``'s initialiser takes it: a `sending` parameter arrives owned, and
+/// is moved into the task. Borrowed here, the task's store retained it and the end of the
+/// launch released the launcher's reference: a retain and a release more per launch.
 @inlinable
 func launchCoroutine<T>(
   on scheduler: (any CoroutineScheduler)?, name: String?, stackSize: Int?,
-  stack: CoroutineStack.Mode?, detached: Bool, _ body: @escaping () throws -> T
+  stack: CoroutineStack.Mode?, detached: Bool, _ body: consuming @escaping () throws -> T
 ) -> CoTask<T> {
   if let stackSize { CoroutineStack.validate(stackSize, in: "co_launch(stackSize:)") }
   let size = roundedToPages(stackSize ?? CoroutineStack.defaultSize)

@@ -13,15 +13,17 @@ extension CoFuture: CoCancellable {}
 /// its deadline passes, or when the scope is released.
 ///
 /// ```swift
-/// final class FeedScreen {
+/// final class FeedScreen: Sendable {
 ///   private let scope = CoScope()
-///   private(set) var refreshes = 0
+///   private let refreshCount = Mutex(0)
+///
+///   var refreshes: Int { refreshCount.withLock { $0 } }
 ///
 ///   func appear() {
 ///     scope.launch { [weak self] in
 ///       while true {
 ///         try co_delay(10)
-///         self?.refreshes += 1
+///         self?.refreshCount.withLock { $0 += 1 }
 ///       }
 ///     }
 ///   }
@@ -30,7 +32,9 @@ extension CoFuture: CoCancellable {}
 ///
 /// Releasing the screen releases the scope, which cancels the refresh. A coroutine that held
 /// its owner strongly while it waits would keep the owner, and so the scope, alive forever:
-/// capture it weakly, and take a strong reference only between suspensions.
+/// capture it weakly, and take a strong reference only between suspensions. The screen is
+/// `Sendable`, its count behind a `Mutex`, because the scope's coroutine may run on another
+/// thread than `appear()`'s caller: ``launch(name:stackSize:_:)`` takes a `sending` body.
 ///
 /// - Futures and tasks are held until they settle, then dropped; a task added to a scope keeps
 ///   running if nothing else holds it.
@@ -175,16 +179,18 @@ public final class CoScope: @unchecked Sendable {  // all mutable state is behin
   }
 
   /// Launches a coroutine on the default scheduler (as ``co_launch(name:stackSize:_:)`` chooses
-  /// it) that belongs to this scope, not to the coroutine calling this.
+  /// it) that belongs to this scope, not to the coroutine calling this. `body` is `sending`, as
+  /// there: the default scheduler may run it on another thread at the same time as its launcher,
+  /// so the launcher may not go on using what it captures.
   ///
   /// - Parameters:
   ///   - name: A name for diagnostics.
   ///   - stackSize: As for ``co_launch(on:name:stackSize:_:)``.
-  ///   - body: The coroutine's code.
+  ///   - body: The coroutine's code, handed over to the coroutine (`sending`).
   /// - Returns: The task, which is also in the scope.
   @discardableResult
   public func launch<T>(
-    name: String? = nil, stackSize: Int? = nil, _ body: @escaping () throws -> T
+    name: String? = nil, stackSize: Int? = nil, _ body: sending @escaping () throws -> T
   ) -> CoTask<T> {
     add(co_launch(name: name, stackSize: stackSize, detached: true, body))
   }

@@ -57,9 +57,9 @@ public final class CoTask<T>: CoFuture<T>, @unchecked Sendable {
   @usableFromInline @exclusivity(unchecked) var waitsForChildren = false
 
   /// A task for `coroutine`, not started yet: the child of the task running on this thread,
-  /// unless `detached`.
+  /// unless `detached`. `body` is consumed: moved into the task, not retained for it.
   @inlinable  // called from the inlinable co_launch
-  init(coroutine: Coroutine, detached: Bool, body: @escaping () throws -> T) {
+  init(coroutine: Coroutine, detached: Bool, body: consuming @escaping () throws -> T) {
     let launcher = currentTaskNode()
     // Asked before the coroutine is stored: a call after the store made the compiler retain and
     // release the coroutine around it.

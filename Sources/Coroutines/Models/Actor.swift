@@ -30,7 +30,7 @@
 ///   - scheduler: Where the actor runs; `nil` as for ``co_launch(on:name:stackSize:_:)``. The
 ///     body is `@Sendable`, as it runs on another thread than the code that wrote it (see
 ///     "Sendable bodies" in <doc:CoroutinesSchedulersAndLoop>); ``co_actor(name:stackSize:_:)``,
-///     on the default scheduler, takes any closure.
+///     on the default scheduler, takes a `sending` one.
 ///     A live actor is a long-lived coroutine: give it its own scheduler (a `DispatchQueue`)
 ///     when the loop that would run it must be able to finish, or stop it first.
 ///   - name: A name for diagnostics.
@@ -46,18 +46,20 @@ public func co_actor<Message, Reply>(
 }
 
 /// Starts an actor on the default scheduler (as ``co_launch(name:stackSize:_:)`` chooses it):
-/// as ``co_actor(on:name:stackSize:_:)``, with a body that may capture anything, since it runs
-/// where its launcher's code runs.
+/// as ``co_actor(on:name:stackSize:_:)``, with a `sending` body rather than a `@Sendable` one.
+/// The default scheduler may run the actor on another thread at the same time as the code that
+/// started it (a ``CoroutineLoopGroup`` moves coroutines between its loops), so the body may
+/// capture non-Sendable values only if that code does not go on using them.
 ///
 /// - Parameters:
 ///   - name: A name for diagnostics.
 ///   - stackSize: The actor's stack size in bytes; see ``co_launch(on:name:stackSize:_:)``.
-///   - body: The actor: usually one `for message in mailbox` loop.
+///   - body: The actor: usually one `for message in mailbox` loop; handed over (`sending`).
 /// - Returns: The actor's handle.
 public func co_actor<Message, Reply>(
   name: String? = nil,
   stackSize: Int? = nil,
-  _ body: @escaping (_ mailbox: CoMailbox<Message, Reply>) throws -> Void
+  _ body: sending @escaping (_ mailbox: CoMailbox<Message, Reply>) throws -> Void
 ) -> CoActor<Message, Reply> {
   makeActor(on: nil, name: name, stackSize: stackSize, body)
 }

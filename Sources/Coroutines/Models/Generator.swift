@@ -46,19 +46,23 @@ public func co_sequence<T>(
     engine: ScheduledGenerator(on: scheduler, name: name, stackSize: stackSize, body: body))
 }
 
-/// Makes an inline generator: its body runs on the caller's thread, as far as the values asked
-/// for; as ``co_sequence(on:name:stackSize:_:)`` otherwise, with a body that may capture
-/// anything.
+/// Makes an inline generator: its body runs on the thread that asks for the next value, as far
+/// as the values asked for; as ``co_sequence(on:name:stackSize:_:)`` otherwise, with a `sending`
+/// body rather than a `@Sendable` one. A generator is `Sendable`, so the code that asks for its
+/// values may run on another thread than the code that made it (a coroutine it was handed to,
+/// on a ``CoroutineLoopGroup`` or a queue): the body may capture non-Sendable values only if
+/// that code does not go on using them.
 ///
 /// - Parameters:
 ///   - name: A name for diagnostics.
 ///   - stackSize: The producer's stack size in bytes; see ``co_launch(on:name:stackSize:_:)``.
-///   - body: The producer: it hands over each value with `try yield(value)`.
+///   - body: The producer: it hands over each value with `try yield(value)`; handed over to
+///     the generator (`sending`).
 /// - Returns: The generator: a `Sequence` that is its own iterator.
 public func co_sequence<T>(
   name: String? = nil,
   stackSize: Int? = nil,
-  _ body: @escaping (_ yield: CoYield<T>) throws -> Void
+  _ body: sending @escaping (_ yield: CoYield<T>) throws -> Void
 ) -> CoGenerator<T> {
   if let stackSize { CoroutineStack.validate(stackSize, in: "co_sequence(stackSize:)") }
   let size = stackSize ?? CoroutineStack.defaultSize

@@ -539,11 +539,13 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// - Parameters:
   ///   - stackSize: Bytes of stack for `body`'s coroutine, as for
   ///     ``co_launch(on:name:stackSize:_:)``; ``CoroutineStack/defaultSize`` when nil.
-  ///   - body: The program's top-level coroutine.
+  ///   - body: The program's top-level coroutine. It runs on the calling thread (this loop is in
+  ///     no group, so nothing moves it), so it may capture anything; the coroutines it launches
+  ///     are checked as their `co_launch` form says (`sending` or `@Sendable`).
   public static func run<T>(stackSize: Int? = nil, _ body: @escaping () throws -> T) throws -> T {
     let loop = Thread.isMainThread && !main.isRunning ? main : CoroutineLoop()
-    // The body runs on this thread, so it may capture anything (`co_launch(on:)` asks for a
-    // `@Sendable` body, which may run elsewhere).
+    // The body runs on this thread, so it may capture anything; what it launches is checked
+    // at its own `co_launch`, which cannot know that its scheduler is this lone loop.
     let task = launchCoroutine(
       on: loop, name: "CoroutineLoop.run", stackSize: stackSize, stack: nil, detached: false, body)
     loop.run()

@@ -2,18 +2,22 @@
 /// signals that the state it guards has changed.
 ///
 /// ```swift
-/// let mutex = CoMutex()
-/// let nonEmpty = CoCondition()
-/// var queue: [Int] = []
+/// final class WorkQueue: @unchecked Sendable {  // `items` only under `mutex`
+///   let mutex = CoMutex()
+///   let nonEmpty = CoCondition()
+///   var items: [Int] = []
+/// }
+///
+/// let queue = WorkQueue()
 /// let taken = try CoroutineLoop.run { () -> Int in
 ///   let consumer = co_launch { () -> Int in
-///     try mutex.withLock {
-///       while queue.isEmpty { try nonEmpty.wait(mutex) }
-///       return queue.removeFirst()
+///     try queue.mutex.withLock {
+///       while queue.items.isEmpty { try queue.nonEmpty.wait(queue.mutex) }
+///       return queue.items.removeFirst()
 ///     }
 ///   }
-///   try mutex.withLock { queue.append(42) }
-///   nonEmpty.signal()
+///   try queue.mutex.withLock { queue.items.append(42) }
+///   queue.nonEmpty.signal()
 ///   return try co_await(consumer)
 /// }
 /// // taken == 42

@@ -2,11 +2,15 @@
 /// Waiting suspends the coroutine, never the thread.
 ///
 /// ```swift
-/// let lock = CoRWLock()
-/// var settings = ["theme": "dark"]
+/// final class Settings: @unchecked Sendable {  // `values` only under `lock`
+///   let lock = CoRWLock()
+///   var values = ["theme": "dark"]
+/// }
+///
+/// let settings = Settings()
 /// try CoroutineLoop.run {
-///   co_launch { try lock.withWriteLock { settings["theme"] = "light" } }
-///   co_launch { _ = try lock.withReadLock { settings["theme"] } }
+///   co_launch { try settings.lock.withWriteLock { settings.values["theme"] = "light" } }
+///   co_launch { _ = try settings.lock.withReadLock { settings.values["theme"] } }
 /// }
 /// ```
 ///

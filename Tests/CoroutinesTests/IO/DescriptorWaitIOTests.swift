@@ -132,14 +132,15 @@ extension IOTests {
         // Fill ends[0]'s send buffer so that it is not writable.
         var chunk = [UInt8](repeating: 1, count: 65536)
         while write(ends[0], &chunk, chunk.count) > 0 {}
-        let log = Mutex<[String]>([])
+        let log = Journal<String>()
+        let watched = ends[0]
         let reader = co_launch {
-          _ = try co_wait(fd: ends[0], for: .readable, timeout: 10)
-          log.withLock { $0.append("readable") }
+          _ = try co_wait(fd: watched, for: .readable, timeout: 10)
+          log.append("readable")
         }
         let writer = co_launch {
-          _ = try co_wait(fd: ends[0], for: .writable, timeout: 10)
-          log.withLock { $0.append("writable") }
+          _ = try co_wait(fd: watched, for: .writable, timeout: 10)
+          log.append("writable")
         }
         try co_delay(0.005)
         var byte: UInt8 = 1
@@ -148,7 +149,7 @@ extension IOTests {
         // Drain what ends[0] sent, so that it becomes writable again.
         while read(ends[1], &chunk, chunk.count) > 0 {}
         try writer.await()
-        return log.withLock { $0 }
+        return log.entries
       }
       #expect(order == ["readable", "writable"])
     }

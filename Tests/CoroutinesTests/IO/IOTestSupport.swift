@@ -106,7 +106,7 @@ extension CoTCPStream {
 /// A listener on 127.0.0.1 whose accepted connections are each served by `serve` in a
 /// coroutine of their own, until the listener is closed.
 func startServer(
-  _ listener: CoTCPListener, _ serve: @escaping (CoTCPStream) throws -> Void
+  _ listener: CoTCPListener, _ serve: @escaping @Sendable (CoTCPStream) throws -> Void
 ) -> CoTask<Void> {
   co_launch(detached: true) {
     while true {
