@@ -11,8 +11,8 @@
 /// code needs no loop at all. Cancelling the future withdraws the operation: its value is not
 /// sent, or no value is taken.
 ///
-/// A waiting operation is not work of any loop: it does not keep ``CoroutineLoop/run(stackSize:_:)``
-/// from returning (await its future in a coroutine to wait for it). Nor does it keep its
+/// A waiting operation is not work of any loop: it does not keep `CoroutineLoop.run { }` from
+/// returning (await its future in a coroutine to wait for it). Nor does it keep its
 /// channel alive: when the last reference to a channel goes, a future still waiting on it is
 /// rejected with ``CoroutineError/channelClosed`` (nothing will ever be sent or received on
 /// it), and a callback still waiting is dropped uncalled.
