@@ -380,6 +380,19 @@ import Testing
 /// The channel samples of Docs/Coroutines.docc/Articles/Channels.md, verbatim between the
 /// markers.
 @Suite struct ChannelDocSamples {
+  @Test func futuresFromPlainCodeInCallOrder() throws {
+    // sample
+    let channel = CoChannel<Int>(capacity: 1)
+    let first = channel.receiveFuture()  // waits: the channel is empty
+    channel.trySend(1)  // taken by `first`
+    let second = channel.receiveFuture()  // waits: `first` took the 1
+    channel.trySend(2)  // taken by `second`
+    // first settles with 1, second with 2
+    // end
+    let values = try CoroutineLoop.run { [try co_await(first), try co_await(second)] }
+    #expect(values == [1, 2])
+  }
+
   @Test func overview() throws {
     // sample
     var received: [Int] = []

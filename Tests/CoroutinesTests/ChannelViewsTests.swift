@@ -88,6 +88,34 @@ import Testing
     #expect(received == "#3")
   }
 
+  @Test func aMappedReceiversCallbackWaitsInTheQueueWhenCalled() {
+    let loop = CoroutineTestLoop()
+    let channel = CoChannel<Int>()
+    let called = Journal<String>()
+    channel.receiver.map { "#\($0)" }.whenReceive(on: loop) {
+      called.append((try? $0.get()) ?? "error")
+    }
+    #expect(channel.trySend(1))  // a rendezvous: the callback's receive already waits
+    loop.runUntilIdle()
+    #expect(called.entries == ["#1"])
+  }
+
+  @Test func aMappedReceiversCallbackGoesWithItsChannel() {
+    let called = Journal<String>()
+    weak var captured: Captured?
+    do {
+      let channel = CoChannel<Int>()
+      let object = Captured()
+      captured = object
+      channel.receiver.map { "#\($0)" }.whenReceive { [object] _ in
+        _ = object
+        called.append("called")
+      }
+    }
+    #expect(captured == nil)
+    #expect(called.entries.isEmpty)
+  }
+
   @Test func cancellingAMappedReceiveFutureWithdrawsTheWait() {
     let loop = CoroutineTestLoop()
     let channel = CoChannel<Int>()
@@ -161,3 +189,6 @@ import Testing
     #expect(first == "#1")
   }
 }
+
+/// An object for a callback to capture, to see when the callback is released.
+private final class Captured: Sendable {}

@@ -92,6 +92,30 @@ import Testing
     #expect(reader.result != nil)
   }
 
+  @Test func aWritersReleaseLetsInTogetherEveryReaderQueuedBehindItInArrivalOrder() throws {
+    let readers = 2_000
+    let entered = Guarded<[Int]>([])
+    let inside = Occupancy()
+    try CoroutineLoop.run {
+      let lock = CoRWLock()
+      let writer = co_launch { try lock.withWriteLock { try co_delay(0.02) } }
+      try co_delay(0)
+      let tasks = (0..<readers).map { index in
+        co_launch {
+          try lock.withReadLock {
+            entered.value.append(index)
+            inside.enter()
+            defer { inside.leave() }
+            try co_delay(0)  // every other reader gets in meanwhile
+          }
+        }
+      }
+      for task in [writer] + tasks { try co_await(task) }
+    }
+    #expect(entered.value == Array(0..<readers))
+    #expect(inside.highWaterMark == readers)
+  }
+
   @Test func lockingOutsideACoroutineThrowsNotInCoroutine() {
     let lock = CoRWLock()
     #expect(throws: CoroutineError.notInCoroutine) { try lock.withReadLock {} }

@@ -10,6 +10,14 @@ class ChannelSource<T>: @unchecked Sendable {
   func receiveFuture(on scheduler: (any CoroutineScheduler)?) -> CoFuture<T> {
     fatalError("abstract")
   }
+  /// Receives for `callback`, which is dropped uncalled if the channel goes away first (see
+  /// ``CoChannel/whenReceive(_:)``).
+  func receive(
+    calling callback: @escaping (Result<T, any Error>) -> Void,
+    on scheduler: (any CoroutineScheduler)?
+  ) {
+    fatalError("abstract")
+  }
   /// A `co_select` case that receives from the channel and hands `handler` the value.
   func selectCase<R>(
     onClosed: (() throws -> R)?, handler: @escaping (T) throws -> R
@@ -39,6 +47,12 @@ final class DirectChannelSource<T>: ChannelSource<T>, @unchecked Sendable {
   override func receiveFuture(on scheduler: (any CoroutineScheduler)?) -> CoFuture<T> {
     base.receiveFuture(on: scheduler)
   }
+  override func receive(
+    calling callback: @escaping (Result<T, any Error>) -> Void,
+    on scheduler: (any CoroutineScheduler)?
+  ) {
+    base.receive(calling: callback, on: scheduler)
+  }
   override func selectCase<R>(
     onClosed: (() throws -> R)?, handler: @escaping (T) throws -> R
   ) -> any SelectCase<R> {
@@ -61,6 +75,15 @@ final class MappedChannelSource<Base, T>: ChannelSource<T>, @unchecked Sendable 
   override func tryReceive() -> T? { base.tryReceive().flatMap { try? transform($0) } }
   override func receiveFuture(on scheduler: (any CoroutineScheduler)?) -> CoFuture<T> {
     base.receiveFuture(on: scheduler).map(transform)
+  }
+  override func receive(
+    calling callback: @escaping (Result<T, any Error>) -> Void,
+    on scheduler: (any CoroutineScheduler)?
+  ) {
+    let transform = transform
+    base.receive(
+      calling: { result in callback(result.flatMap { value in Result { try transform(value) } }) },
+      on: scheduler)
   }
   override func selectCase<R>(
     onClosed: (() throws -> R)?, handler: @escaping (T) throws -> R

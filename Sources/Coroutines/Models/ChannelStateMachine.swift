@@ -6,6 +6,9 @@
 /// - receivers wait only while the buffer is empty, and senders only while it is full;
 /// - once closed, nobody waits and nothing is added to the buffer.
 ///
+/// A waiter is a parked coroutine's, or a future's or a callback's (a ``ChannelRequest``): the
+/// state machine treats both alike, claiming them through their ``WaitOwner``.
+///
 /// Waiters whose wait another party has already won (the losing cases of a `co_select`, or a
 /// coroutine that was cancelled) may linger in the queues until their owner removes them; every
 /// operation skips them, because their claim fails (see ``ReceiveWaiter``).
@@ -58,7 +61,7 @@ struct ChannelStateMachine<T> {
   mutating func send(_ value: T) -> SendDecision {
     if isClosed { return isCancelled ? .cancelled : .closed }
     while let receiver = receivers.popFirst() {
-      if let claimed = claimWait(receiver.pointee.coroutine, receiver.pointee.generation) {
+      if let claimed = receiver.pointee.owner.claim() {
         receiver.pointee.outcome = .value(value)
         return .sent(claimed)
       }
@@ -82,7 +85,7 @@ struct ChannelStateMachine<T> {
       return .value(value, refillFromSender())
     }
     while let sender = senders.popFirst() {
-      if let claimed = claimWait(sender.pointee.coroutine, sender.pointee.generation) {
+      if let claimed = sender.pointee.owner.claim() {
         sender.pointee.outcome = .delivered
         return .value(sender.pointee.value, claimed)
       }
@@ -95,7 +98,7 @@ struct ChannelStateMachine<T> {
   @inlinable
   mutating func refillFromSender() -> ClaimedWait? {
     while let sender = senders.popFirst() {
-      if let claimed = claimWait(sender.pointee.coroutine, sender.pointee.generation) {
+      if let claimed = sender.pointee.owner.claim() {
         sender.pointee.outcome = .delivered
         buffer.append(sender.pointee.value)
         return claimed
@@ -128,6 +131,37 @@ struct ChannelStateMachine<T> {
     receivers.remove(receiver)
   }
 
+  /// Takes a request's waiter out of its queue (its future was cancelled); true if it was
+  /// queued, and the queue's retain of the request is now the caller's to release.
+  mutating func withdraw(_ sender: SendWaiterPointer<T>) -> Bool {
+    guard sender.pointee.links.isQueued else { return false }
+    senders.remove(sender)
+    return true
+  }
+
+  /// Takes a request's waiter out of its queue (its future was cancelled); true if it was
+  /// queued, and the queue's retain of the request is now the caller's to release.
+  mutating func withdraw(_ receiver: ReceiveWaiterPointer<T>) -> Bool {
+    guard receiver.pointee.links.isQueued else { return false }
+    receivers.remove(receiver)
+    return true
+  }
+
+  /// Empties the queues of a channel that goes away, settling the requests still waiting in
+  /// them (see ``ChannelRequest/abandon()``). Only requests can wait there: a coroutine waits
+  /// inside a call on the channel, which keeps it alive.
+  mutating func abandonRequests() {
+    for receiver in receivers.removeAll() { Self.abandon(receiver.pointee.owner) }
+    for sender in senders.removeAll() { Self.abandon(sender.pointee.owner) }
+  }
+
+  private static func abandon(_ owner: WaitOwner) {
+    guard case .request(let request) = owner else { return }
+    let won = request._withUnsafeGuaranteedRef { $0.claim() }
+    if won { request._withUnsafeGuaranteedRef { $0.abandon() } }
+    request.release()  // the queue's retain
+  }
+
   /// Closes the channel: the buffer stays for receivers, and every waiter is told it is closed.
   /// Returns the waiters to wake.
   mutating func close() -> [ClaimedWait] {
@@ -155,13 +189,13 @@ struct ChannelStateMachine<T> {
   ) -> [ClaimedWait] {
     var woken: [ClaimedWait] = []
     for receiver in receivers.removeAll() {
-      if let claimed = claimWait(receiver.pointee.coroutine, receiver.pointee.generation) {
+      if let claimed = receiver.pointee.owner.claim() {
         receiver.pointee.outcome = receiverOutcome
         woken.append(claimed)
       }
     }
     for sender in senders.removeAll() {
-      if let claimed = claimWait(sender.pointee.coroutine, sender.pointee.generation) {
+      if let claimed = sender.pointee.owner.claim() {
         sender.pointee.outcome = senderOutcome
         woken.append(claimed)
       }

@@ -44,23 +44,24 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     case .full:
       break
     }
-    var waiter = SendWaiter(coroutine: coroutine, generation: coroutine.armWait(), value: value)
+    let generation = coroutine.armWait()
+    var waiter = SendWaiter(coroutine: coroutine, generation: generation, value: value)
     if coroutine.usesSharedStack {
       let onHeap = SendWaiterPointer<T>.allocate(capacity: 1)
       onHeap.initialize(to: waiter)
       defer { onHeap.deinitialize(count: 1).deallocate() }
-      try waitToSend(onHeap, in: coroutine)
+      try waitToSend(onHeap, generation, in: coroutine)
     } else {
-      try withUnsafeMutablePointer(to: &waiter) { try waitToSend($0, in: coroutine) }
+      try withUnsafeMutablePointer(to: &waiter) { try waitToSend($0, generation, in: coroutine) }
     }
   }
 
-  /// Queues `waiter` (the lock is held, and the coroutine's wait armed), unlocks and parks
-  /// until a receiver, `close()` or cancellation ends the wait.
+  /// Queues `waiter` (the lock is held, and the coroutine's wait of `generation` armed),
+  /// unlocks and parks until a receiver, `close()` or cancellation ends the wait.
   @inlinable @inline(__always)
-  func waitToSend(_ waiter: SendWaiterPointer<T>, in coroutine: Coroutine) throws {
-    // Read before unlocking: from then on, the waiter is the other side's to write.
-    let generation = waiter.pointee.generation
+  func waitToSend(
+    _ waiter: SendWaiterPointer<T>, _ generation: UInt64, in coroutine: Coroutine
+  ) throws {
     state.enqueue(waiter)
     lock.unlock()
     coroutine.endWaitIfCancelled(generation)
@@ -96,22 +97,25 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     case .empty:
       break
     }
-    var waiter = ReceiveWaiter<T>(coroutine: coroutine, generation: coroutine.armWait())
+    let generation = coroutine.armWait()
+    var waiter = ReceiveWaiter<T>(coroutine: coroutine, generation: generation)
     if coroutine.usesSharedStack {
       let onHeap = ReceiveWaiterPointer<T>.allocate(capacity: 1)
       onHeap.initialize(to: waiter)
       defer { onHeap.deinitialize(count: 1).deallocate() }
-      return try waitToReceive(onHeap, in: coroutine)
+      return try waitToReceive(onHeap, generation, in: coroutine)
     }
-    return try withUnsafeMutablePointer(to: &waiter) { try waitToReceive($0, in: coroutine) }
+    return try withUnsafeMutablePointer(to: &waiter) {
+      try waitToReceive($0, generation, in: coroutine)
+    }
   }
 
-  /// Queues `waiter` (the lock is held, and the coroutine's wait armed), unlocks and parks
-  /// until a sender, `close()` or cancellation ends the wait.
+  /// Queues `waiter` (the lock is held, and the coroutine's wait of `generation` armed),
+  /// unlocks and parks until a sender, `close()` or cancellation ends the wait.
   @inlinable @inline(__always)
-  func waitToReceive(_ waiter: ReceiveWaiterPointer<T>, in coroutine: Coroutine) throws -> T {
-    // Read before unlocking: from then on, the waiter is the other side's to write.
-    let generation = waiter.pointee.generation
+  func waitToReceive(
+    _ waiter: ReceiveWaiterPointer<T>, _ generation: UInt64, in coroutine: Coroutine
+  ) throws -> T {
     state.enqueue(waiter)
     lock.unlock()
     coroutine.endWaitIfCancelled(generation)
@@ -163,6 +167,56 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
   var isCancelled: Bool { lock.withLock { state.isCancelled } }
 
   var count: Int { lock.withLock { state.buffer.count } }
+
+  // MARK: For futures and callbacks (see ChannelRequest)
+
+  /// Receives a value if one is ready, else queues `request` to wait for one, as one step
+  /// under the lock: the request takes its place in the queue before this returns.
+  func receive(orQueue request: ChannelReceiveRequest<T>)
+    -> ChannelStateMachine<T>
+    .ReceiveDecision
+  {
+    lock.lock()
+    let decision = state.receive()
+    if case .empty = decision {
+      _ = Unmanaged.passRetained(request)  // the queue's retain (see ChannelRequest)
+      state.enqueue(request.waiter)
+    }
+    lock.unlock()
+    if case .value(_, let claimed) = decision { claimed?.wake() }
+    return decision
+  }
+
+  /// Sends `request`'s value if that needs no waiting, else queues `request` until a receiver
+  /// takes it, as one step under the lock.
+  func send(orQueue request: ChannelSendRequest<T>) -> ChannelStateMachine<T>.SendDecision {
+    lock.lock()
+    let decision = state.send(request.waiter.pointee.value)
+    if case .full = decision {
+      _ = Unmanaged.passRetained(request)  // the queue's retain (see ChannelRequest)
+      state.enqueue(request.waiter)
+    }
+    lock.unlock()
+    if case .sent(let claimed) = decision { claimed?.wake() }
+    return decision
+  }
+
+  /// Takes a withdrawn request's waiter out of its queue; true if it was still queued.
+  func withdraw(_ waiter: ReceiveWaiterPointer<T>) -> Bool {
+    lock.withLock { state.withdraw(waiter) }
+  }
+
+  /// Takes a withdrawn request's waiter out of its queue; true if it was still queued.
+  func withdraw(_ waiter: SendWaiterPointer<T>) -> Bool {
+    lock.withLock { state.withdraw(waiter) }
+  }
+
+  /// The channel is gone: the futures and callbacks still waiting on it are settled (a future
+  /// rejected as closed, a callback dropped), so that nothing waits for ever on a channel that
+  /// nobody can send to or receive from any more.
+  deinit {
+    state.abandonRequests()
+  }
 
   // MARK: For co_select, which holds `lock` itself (possibly with other channels' locks)
 

@@ -31,7 +31,7 @@ extension CoChannel {
     /// A future of the next value, for code outside coroutines; see
     /// ``CoChannel/receiveFuture(on:)``.
     ///
-    /// - Parameter scheduler: Where the wait runs and the future settles, if it must wait.
+    /// - Parameter scheduler: Where the future settles, if the receive must wait.
     public func receiveFuture(on scheduler: (any CoroutineScheduler)? = nil) -> CoFuture<T> {
       source.receiveFuture(on: scheduler)
     }
@@ -41,20 +41,20 @@ extension CoChannel {
     ///
     /// - Parameter callback: Called with the outcome.
     public func whenReceive(_ callback: @escaping (Result<T, any Error>) -> Void) {
-      receiveFuture(on: nil).whenComplete(callback)
+      source.receive(calling: callback, on: nil)
     }
 
     /// Receives the next value and calls `callback` with it once, waiting on `scheduler`; see
     /// ``CoChannel/whenReceive(on:_:)``.
     ///
     /// - Parameters:
-    ///   - scheduler: Where the wait runs and `callback` is called, if it must wait.
+    ///   - scheduler: Where `callback` is called, if the receive must wait.
     ///   - callback: Called with the outcome; `@Sendable`, as it may run on another thread.
     public func whenReceive(
       on scheduler: (any CoroutineScheduler)?,
       _ callback: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-      receiveFuture(on: scheduler).whenComplete(callback)
+      source.receive(calling: callback, on: scheduler)
     }
 
     /// A receiver of `transform` applied to each value of this one, as it is received.
@@ -114,7 +114,7 @@ extension CoChannel {
     ///
     /// - Parameters:
     ///   - value: What to send.
-    ///   - scheduler: Where the wait runs and the future settles, if it must wait.
+    ///   - scheduler: Where the future settles, if the send must wait.
     public func sendFuture(
       _ value: T, on scheduler: (any CoroutineScheduler)? = nil
     ) -> CoFuture<Void> {

@@ -16,6 +16,9 @@
 /// because its claim fails — even once the coroutine has armed later waits, whose generations
 /// differ. So the unowned `coroutine` is alive whenever a lock holder reads it: the coroutine
 /// cannot finish while it still has a waiter queued.
+///
+/// A waiter may also belong to a future or a callback instead of a coroutine (see
+/// ``ChannelRequest``): it then lives in that request, and is claimed through it.
 @usableFromInline
 struct ReceiveWaiter<T>: QueuedWaiter {
   @usableFromInline
@@ -25,8 +28,7 @@ struct ReceiveWaiter<T>: QueuedWaiter {
     case cancelled
   }
 
-  @usableFromInline let coroutine: Unmanaged<Coroutine>
-  @usableFromInline let generation: UInt64
+  @usableFromInline let owner: WaitOwner
   /// Written once, by the claim winner under the channel's lock; read by the coroutine only
   /// after that winner woke it.
   @usableFromInline var outcome: Outcome?
@@ -35,8 +37,12 @@ struct ReceiveWaiter<T>: QueuedWaiter {
   // `borrowing`: an owned argument cost a retain and a release per wait.
   @inlinable
   init(coroutine: borrowing Coroutine, generation: UInt64) {
-    self.coroutine = .passUnretained(coroutine)
-    self.generation = generation
+    owner = .coroutine(.passUnretained(coroutine), generation: generation)
+  }
+
+  /// The waiter of a future's or a callback's receive, which holds it.
+  init(request: Unmanaged<ChannelRequest>) {
+    owner = .request(request)
   }
 }
 
@@ -50,8 +56,7 @@ struct SendWaiter<T>: QueuedWaiter {
     case cancelled
   }
 
-  @usableFromInline let coroutine: Unmanaged<Coroutine>
-  @usableFromInline let generation: UInt64
+  @usableFromInline let owner: WaitOwner
   @usableFromInline let value: T
   /// Written once, by the claim winner under the channel's lock; read by the coroutine only
   /// after that winner woke it.
@@ -60,9 +65,33 @@ struct SendWaiter<T>: QueuedWaiter {
 
   @inlinable
   init(coroutine: borrowing Coroutine, generation: UInt64, value: T) {
-    self.coroutine = .passUnretained(coroutine)
-    self.generation = generation
+    owner = .coroutine(.passUnretained(coroutine), generation: generation)
     self.value = value
+  }
+
+  /// The waiter of a future's send, which holds it.
+  init(request: Unmanaged<ChannelRequest>, value: T) {
+    owner = .request(request)
+    self.value = value
+  }
+}
+
+/// Whose wait a channel's waiter is: a parked coroutine's armed wait, or a request made by a
+/// future or a callback (see ``ChannelRequest``).
+@usableFromInline
+enum WaitOwner {
+  case coroutine(Unmanaged<Coroutine>, generation: UInt64)
+  /// Retained by the channel's queue while the waiter is queued.
+  case request(Unmanaged<ChannelRequest>)
+
+  /// Wins the wait for whoever popped the waiter (under the channel's lock), or returns nil
+  /// when another party already ended it.
+  @inlinable
+  func claim() -> ClaimedWait? {
+    switch self {
+    case .coroutine(let coroutine, let generation): return claimWait(coroutine, generation)
+    case .request(let request): return ChannelRequest.claimPopped(request)
+    }
   }
 }
 
@@ -76,7 +105,7 @@ struct SendWaiter<T>: QueuedWaiter {
 /// lock, then wakes the returned wait.
 @inlinable
 func claimWait(_ coroutine: Unmanaged<Coroutine>, _ generation: UInt64) -> ClaimedWait? {
-  coroutine._withUnsafeGuaranteedRef { $0.claim(generation) } ? ClaimedWait(coroutine) : nil
+  coroutine._withUnsafeGuaranteedRef { $0.claim(generation) } ? .coroutine(coroutine) : nil
 }
 
 /// A waiter that a ``WaiterQueue`` links through its own storage.
@@ -154,22 +183,32 @@ struct WaiterQueue<Waiter: QueuedWaiter> {
 }
 
 /// A won wait whose coroutine must be woken once the winner has dropped its locks (waking may
-/// take the coroutine's scheduler's lock, and the coroutine may run at once on another thread).
+/// take the coroutine's scheduler's lock, and the coroutine may run at once on another thread),
+/// or a won channel request to complete then (completing it settles a future or schedules a
+/// callback: never under a lock).
 ///
-/// Unowned, which spares two retains and releases per hand-over: until `wake()` changes its
-/// state, the claimed coroutine cannot run, so its own frame (which holds it) keeps it alive;
-/// and `Coroutine.wake` no longer touches the coroutine once its state change lets it run,
-/// except to queue it, which happens before it can run.
+/// A coroutine is unowned, which spares two retains and releases per hand-over: until `wake()`
+/// changes its state, the claimed coroutine cannot run, so its own frame (which holds it) keeps
+/// it alive; and `Coroutine.wake` no longer touches the coroutine once its state change lets it
+/// run, except to queue it, which happens before it can run. A request carries the retain its
+/// queue held, released by `wake()`.
 @usableFromInline
-struct ClaimedWait {
-  @usableFromInline let coroutine: Unmanaged<Coroutine>
+enum ClaimedWait {
+  case coroutine(Unmanaged<Coroutine>)
+  case request(Unmanaged<ChannelRequest>)
 
   @inlinable
   init(_ coroutine: Unmanaged<Coroutine>) {
-    self.coroutine = coroutine
+    self = .coroutine(coroutine)
   }
 
-  /// Wakes the waiting coroutine (if it has not parked yet, its `park()` returns at once).
+  /// Wakes the waiting coroutine (if it has not parked yet, its `park()` returns at once), or
+  /// completes the request.
   @inlinable
-  func wake() { coroutine._withUnsafeGuaranteedRef { $0.wake() } }
+  func wake() {
+    switch self {
+    case .coroutine(let coroutine): coroutine._withUnsafeGuaranteedRef { $0.wake() }
+    case .request(let request): ChannelRequest.completeClaimed(request)
+    }
+  }
 }

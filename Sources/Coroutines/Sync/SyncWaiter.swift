@@ -36,6 +36,10 @@ struct SyncWaiter: QueuedWaiter {
 /// Granted waits to wake once the queue's lock is dropped: a waker may take its scheduler's
 /// lock, and a woken coroutine may run at once on another thread. One grant (the usual case)
 /// allocates nothing.
+///
+/// Collecting n grants costs O(n), so that a release waking many waiters (a writer releasing
+/// every reader queued behind it, a broadcast) holds the queue's lock only for as long as it
+/// takes to move them out: the array grows in place, by doubling, never copied per append.
 @usableFromInline
 struct SyncWakeList {
   private var first: ClaimedWait?
@@ -45,8 +49,11 @@ struct SyncWakeList {
   mutating func append(_ claimed: ClaimedWait) {
     if first == nil {
       first = claimed
+    } else if rest == nil {
+      rest = [claimed]
     } else {
-      rest = (rest ?? []) + [claimed]
+      // Mutated in place through the optional: the one reference, so no copy.
+      rest!.append(claimed)
     }
   }
 
@@ -54,5 +61,10 @@ struct SyncWakeList {
   consuming func wakeAll() {
     first?.wake()
     if let rest { for claimed in rest { claimed.wake() } }
+  }
+
+  /// Where the grants past the first are stored, for tests that count how often it moves.
+  var storageAddressForTesting: UnsafeRawPointer? {
+    rest?.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
   }
 }
