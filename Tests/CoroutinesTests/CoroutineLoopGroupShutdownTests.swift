@@ -120,6 +120,66 @@ import Testing
     group.shutdown()
   }
 
+  @Test func workRacingWithShutdownRunsOrFailsButNeverVanishes() throws {
+    for _ in 0..<10 {
+      let group = CoroutineLoopGroup(threads: 2)
+      let tasks = Mutex<[CoTask<Int>]>([])
+      let sent = DispatchGroup()
+      sent.enter()
+      let underWay = DispatchSemaphore(value: 0)
+      let sender = Thread {
+        let queue = DispatchQueue(label: "CoroutineLoopGroupShutdownTests.racing")
+        for index in 0..<100 {
+          let task =
+            index.isMultiple(of: 2)
+            ? co_launch(on: group.loops[index % 4 / 2]) { index }
+            : co_launch(on: queue) { try co_await(on: group) { index } }
+          tasks.withLock { $0.append(task) }
+          if index == 20 { underWay.signal() }  // the rest race with the shutdown
+        }
+        sent.leave()
+      }
+      sender.start()
+      underWay.wait()
+      group.shutdown()
+      sent.wait()
+      let deadline = monotonicNanoseconds() + UInt64(Self.patience * 1e9)
+      let outcomes = try CoroutineLoop.run { () -> [Result<Int, any Error>] in
+        tasks.withLock { $0 }.map { task in
+          Result {
+            let now = monotonicNanoseconds()
+            return try co_await(task, timeout: Double(deadline > now ? deadline - now : 0) / 1e9)
+          }
+        }
+      }
+      for (index, outcome) in outcomes.enumerated() {
+        if case .success(let value) = outcome {
+          #expect(value == index)
+        } else {
+          #expect(isShutDown(outcome), "\(index): \(outcome)")
+        }
+      }
+      group.shutdown()
+    }
+  }
+
+  @Test func aCoroutineOfALoopParkedAtShutdownIsWokenFromOutside() throws {
+    let group = CoroutineLoopGroup(threads: 2)
+    let gate = CoPromise<Int>()
+    let arrived = CoPromise<Void>()
+    let parked = co_launch(on: group.loops[1]) { () -> Int in
+      arrived.fulfill(())
+      return try co_await(gate) + 1
+    }
+    try CoroutineLoop.run { try co_await(arrived, timeout: Self.patience) }
+    let shutdownThread = Thread { group.shutdown() }
+    shutdownThread.start()
+    try CoroutineLoop.run { try co_delay(0.01) }
+    gate.fulfill(1)
+    #expect(try outcome(of: parked).get() == 2)
+    group.shutdown()
+  }
+
   // MARK: A visitor keeps the group running
 
   @Test func aCoroutineAwaitingOnTheGroupKeepsItRunningUntilItLeaves() throws {
@@ -185,7 +245,8 @@ import Testing
       }
       return [launched, hopped, scheduled, timed]
     }
-    #expect(try outcome(of: task).get() == [1, 2, 3, 4])
+    let values = try outcome(of: task).get()
+    #expect(values == [1, 2, 3, 4])
     group.shutdown()
   }
 
