@@ -372,6 +372,12 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// For a loop about to end: a group's loop ends for good, closed to visitors and to other
   /// threads' jobs, unless one came meanwhile (then false, and it runs on); a lone loop may run
   /// again later, and stays open.
+  ///
+  /// As NIO's event loops do once closed (a task submitted then fails with
+  /// `EventLoopError.shutdown`), work that comes after the end is refused and its sender told,
+  /// rather than queued where no thread will ever look. The closed state is a mark in the
+  /// inbox's own head word, so a push and the close meet in one compare-and-swap and the
+  /// push, the hot path of every cross-thread wake-up, pays one comparison for it.
   private func endsForGood() -> Bool {
     guard ready != nil else { return true }
     hasEnded.store(true, ordering: .sequentiallyConsistent)
@@ -405,6 +411,11 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   }
 
   /// `run()` without its check: the loop's own body, which a group's thread runs for its loop.
+  ///
+  /// A group's loop is run by the thread the group made for it and by nothing else, as a loop
+  /// of NIO's `MultiThreadedEventLoopGroup` is (its run is not public): run from elsewhere it
+  /// would follow its group, unretained, after the group had gone. A strong reference instead
+  /// would make a cycle (the group holds its loops) and cost every hot path's retain.
   func runOnThisThread() {
     coPrecondition(
       !running.exchange(true, ordering: .acquiringAndReleasing),
