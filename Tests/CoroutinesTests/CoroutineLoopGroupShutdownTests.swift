@@ -38,7 +38,7 @@ import Testing
     return loops
   }
 
-  /// `error` is ``CoroutineError/schedulerShutDown``.
+  /// True when `result` failed with ``CoroutineError/schedulerShutDown``.
   func isShutDown(_ result: Result<some Any, any Error>) -> Bool {
     guard case .failure(let error) = result else { return false }
     return error as? CoroutineError == .schedulerShutDown
@@ -268,6 +268,13 @@ import Testing
     try CoroutineLoop.run { try co_await(started, timeout: Self.patience) }
     group.shutdown()
     #expect(try outcome(of: task).get() == [true, true])
+  }
+
+  @Test func aGroupIsFreedOnceShutdownHasReturnedAndItsCallersLetGo() {
+    for _ in 0..<20 {
+      // The expectation is the helper's: no thread of the group still holds it.
+      #expect(loopsOfAReleasedGroup(threads: 2).count == 2)
+    }
   }
 
   @Test func aLoopOfAReleasedGroupRefusesLaunchesAndAwaits() {
