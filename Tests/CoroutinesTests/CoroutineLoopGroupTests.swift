@@ -328,6 +328,24 @@ import Testing
     #expect(group.loops.allSatisfy { !$0.isRunning })
   }
 
+  @Test func aCoroutineOfTheGroupAwaitingOnOneOfItsLoopsRunsThere() throws {
+    let group = CoroutineLoopGroup(threads: 2)
+    defer { group.shutdown() }
+    let task = co_launch(on: group) { () -> Int in
+      var elsewhere = 0
+      for round in 0..<200 {
+        let target = group.loops[round % 2]
+        let there = try co_await(on: target) { () -> Bool in
+          try co_delay(0)  // and stays there when it suspends
+          return CoroutineLoop.current === target
+        }
+        if !there { elsewhere += 1 }
+      }
+      return elsewhere
+    }
+    #expect(try value(of: task) == 0)
+  }
+
   @Test func aGroupIsTheDefaultSchedulerOfItsCoroutinesAndTheirChildren() throws {
     let group = CoroutineLoopGroup(threads: 2)
     defer { group.shutdown() }

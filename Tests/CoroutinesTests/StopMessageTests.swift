@@ -67,6 +67,27 @@ struct StopMessageTests {
     Misuse(
       role: "groupScheduleAfterShutdown",
       message: "CoroutineLoopGroup.schedule(_:): the group was shut down"),
+    Misuse(
+      role: "groupScheduleAfterDelayAfterShutdown",
+      message: "CoroutineLoopGroup.schedule(after:_:): the group was shut down"),
+    Misuse(
+      role: "groupLoopScheduleAfterShutdown",
+      message: "CoroutineLoop.schedule(_:): the loop's group was shut down"),
+    Misuse(
+      role: "groupLoopScheduleAfterDelayAfterShutdown",
+      message: "CoroutineLoop.schedule(after:_:): the loop's group was shut down"),
+    Misuse(
+      role: "groupLoopRunFromOutside",
+      message: "CoroutineLoop.run(): this loop belongs to a CoroutineLoopGroup"),
+    Misuse(
+      role: "releasedGroupLoopRun",
+      message: "CoroutineLoop.run(): this loop belongs to a CoroutineLoopGroup"),
+    Misuse(
+      role: "releasedGroupLoopSchedule",
+      message: "CoroutineLoop.schedule(_:): the loop's group was shut down"),
+    Misuse(
+      role: "endedGroupLoopScheduleFromInside",
+      message: "CoroutineLoop.schedule(_:): this loop of a CoroutineLoopGroup has ended"),
   ]
 
   @Test(arguments: misuses)

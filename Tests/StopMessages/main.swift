@@ -64,7 +64,48 @@ let misuses: [String: () throws -> Void] = [
     group.shutdown()
     group.schedule {}
   },
+  "groupScheduleAfterDelayAfterShutdown": {
+    let group = CoroutineLoopGroup(threads: 1)
+    group.shutdown()
+    _ = group.schedule(after: 1) {}
+  },
+  "groupLoopScheduleAfterShutdown": {
+    let group = CoroutineLoopGroup(threads: 1)
+    group.shutdown()
+    group.loops[0].schedule {}
+  },
+  "groupLoopScheduleAfterDelayAfterShutdown": {
+    let group = CoroutineLoopGroup(threads: 1)
+    group.shutdown()
+    _ = group.loops[0].schedule(after: 1) {}
+  },
+  "groupLoopRunFromOutside": {
+    let group = CoroutineLoopGroup(threads: 1)
+    group.loops[0].run()
+  },
+  "releasedGroupLoopRun": { loopOfAReleasedGroup().run() },
+  "releasedGroupLoopSchedule": { loopOfAReleasedGroup().schedule {} },
+  "endedGroupLoopScheduleFromInside": {
+    let group = CoroutineLoopGroup(threads: 2)
+    let started = CoPromise<Void>()
+    // A coroutine of loop 1 outlives loop 0, which ends once the group is shut down.
+    co_launch(on: group.loops[1]) {
+      try co_await(on: group.loops[0]) {}  // loop 0 has started: it runs until it ends
+      started.fulfill(())
+      while group.loops[0].isRunning { try co_delay(0.001) }
+      group.loops[0].schedule {}
+    }
+    try CoroutineLoop.run { try co_await(started) }
+    group.shutdown()
+  },
 ]
+
+/// A loop of a group that was shut down and released.
+func loopOfAReleasedGroup() -> CoroutineLoop {
+  let group = CoroutineLoopGroup(threads: 1)
+  group.shutdown()
+  return group.loops[0]
+}
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let role = arguments.first, let misuse = misuses[role] else {

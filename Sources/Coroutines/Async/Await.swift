@@ -236,9 +236,15 @@ public func co_await<T>(_ start: (@escaping @Sendable (T?, (any Error)?) -> Void
 /// (see "Sendable bodies" in <doc:CoroutinesSchedulersAndLoop>). Hand results back as its
 /// return value.
 ///
+/// On a ``CoroutineLoopGroup`` or one of its loops, the coroutine counts as one of the group's
+/// until it leaves: a ``CoroutineLoopGroup/shutdown()`` waits for it.
+///
 /// - Throws: What `work` throws; `CancellationError` if the coroutine was cancelled before it
 ///   left; ``CoroutineError/sharedStackCannotMove`` for a coroutine on a shared stack (its stack
-///   belongs to its loop); ``CoroutineError/notInCoroutine`` outside a coroutine.
+///   belongs to its loop); ``CoroutineError/schedulerShutDown``, without leaving, when
+///   `scheduler` is a group that was shut down (or one of its loops) and the coroutine is not on
+///   one of the group's threads, or a loop of a group that has ended;
+///   ``CoroutineError/notInCoroutine`` outside a coroutine.
 public func co_await<T>(
   on scheduler: any CoroutineScheduler, _ work: @escaping @Sendable () throws -> T
 ) throws -> T {
@@ -254,9 +260,46 @@ func hopping<T>(to scheduler: any CoroutineScheduler, _ work: () throws -> T) th
   let origin = coroutine.scheduler
   if origin === scheduler { return try work() }
   if coroutine.usesSharedStack { throw CoroutineError.sharedStackCannotMove }
+  let visit = try GroupVisit(to: scheduler)
   coroutine.hop(to: scheduler)
-  defer { coroutine.hop(to: origin) }
+  defer {
+    visit?.leave()
+    coroutine.hop(to: origin)
+  }
   return try work()
+}
+
+/// A coroutine's stay on a ``CoroutineLoopGroup`` or one of its loops during `co_await(on:)`:
+/// admitted before it leaves (or refused, if the group takes no more work from it), and counted
+/// among the group's or the loop's coroutines until it leaves, so that the loop it waits on
+/// cannot end under it and drop its wake-up. A coroutine's own loop counts it already, and any
+/// other scheduler (a lone loop runs again when asked; a queue never ends) needs no visit.
+enum GroupVisit {
+  case group(CoroutineLoopGroup)
+  case loop(CoroutineLoop)
+
+  /// Admits a visit to `scheduler`, or nil when it needs none; throws
+  /// ``CoroutineError/schedulerShutDown`` when refused.
+  init?(to scheduler: any CoroutineScheduler) throws(CoroutineError) {
+    if let loop = scheduler as? CoroutineLoop {
+      guard loop.ready != nil else { return nil }
+      try loop.admitVisitor()
+      self = .loop(loop)
+    } else if let group = scheduler as? CoroutineLoopGroup {
+      try group.admitVisitor()
+      self = .group(group)
+    } else {
+      return nil
+    }
+  }
+
+  /// The visitor leaves, before it hops back: still on the group's thread, it counts there.
+  func leave() {
+    switch self {
+    case .group(let group): group.visitorLeft()
+    case .loop(let loop): loop.visitorLeft()
+    }
+  }
 }
 
 /// Suspends the coroutine for `seconds` on its scheduler's clock; never blocks the thread. A

@@ -409,7 +409,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   @inline(__always)
   private func enqueueResume(resumedBy resumer: UnsafeMutableRawPointer? = nil) {
     if let loop {
-      if roams, !isPinned {
+      // Away (`co_await(on:)`), it resumes where it went, as any visitor does.
+      if roams, !isPinned, !isAway {
         enqueueRoaming(lastLoop: loop)
         return
       }

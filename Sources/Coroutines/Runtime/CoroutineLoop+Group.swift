@@ -22,8 +22,10 @@ extension CoroutineLoop {
   /// loop's): in `roamingInbox`, from which this loop or an idle one takes it. Wakes this loop
   /// if it sleeps; if it is busy and more than this one waits, wakes an idle loop to take them.
   func enqueueFromElsewhere(_ job: StealableJob) {
-    let first = roamingInbox.push(job.loopJob)
-    if !wakeIfAsleep(), !first {
+    // Never refused: this inbox is never closed (a coroutine of the group keeps every loop of
+    // the group from ending).
+    let pushed = roamingInbox.push(job.loopJob)
+    if !wakeIfAsleep(), pushed != .first {
       groupReference!._withUnsafeGuaranteedRef { $0.wakeIdleLoop(besides: self) }
     }
   }

@@ -95,6 +95,12 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Unretained: the group's threads keep it alive while its loops run. Hot paths reach it
   /// through `_withUnsafeGuaranteedRef`: each strong load retained and released the group, whose
   /// count every thread of the group then fought over.
+  ///
+  /// Once the loop has ended the group may be gone, and nothing follows this reference any
+  /// more: it is followed only on the group's own threads (which hold the group), for a
+  /// coroutine of the group (which keeps every loop of the group running), or by a caller that
+  /// holds the group. Anything else asks the loop's own `groupIsShutDown` and `hasEnded`, and
+  /// `run()` refuses a group's loop (see `runOnThisThread()`).
   @exclusivity(unchecked) private(set) var groupReference: Unmanaged<CoroutineLoopGroup>?
   /// The group this loop belongs to, if any.
   var group: CoroutineLoopGroup? { groupReference?.takeUnretainedValue() }
@@ -105,6 +111,13 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   @exclusivity(unchecked) private(set) var groupIndex = 0
   /// A group loop's ready coroutines of the group, which idle loops of the group may take.
   let ready: StealQueue?
+  /// Set on each of its loops by the group's ``CoroutineLoopGroup/shutdown()``: from then on
+  /// the loop takes no work from threads outside the group. Kept here, not only in the group,
+  /// so that a caller holding just the loop never reaches a group that may be gone.
+  let groupIsShutDown = Atomic<Bool>(false)
+  /// True once a group loop has ended for good (or is about to, see `endsForGood()`): it takes
+  /// no visitor (`admitVisitor()`), and its inbox is closed.
+  private let hasEnded = Atomic<Bool>(false)
 
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
   public init() {
@@ -140,7 +153,32 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   // MARK: Scheduling
 
   /// Queues `job` to run after the jobs already queued.
+  ///
+  /// On a loop of a ``CoroutineLoopGroup`` that was shut down, a job from a thread outside the
+  /// group stops the program with a message, as does a job from anywhere once the loop has
+  /// ended: it could never run.
   public func schedule(_ job: @escaping @Sendable () -> Void) {
+    if isCurrent { return localJobs.append(.closure(job)) }
+    coPrecondition(!refusesOutsideWork, Self.refusedFromOutside("CoroutineLoop.schedule(_:)"))
+    guard enqueueFromElsewhere(.closure(job)) else {
+      coStop(Self.refusedAfterEnd("CoroutineLoop.schedule(_:)"))
+    }
+  }
+
+  /// What work sent from outside to a loop of a shut-down group stops with, naming `call`.
+  private static func refusedFromOutside(_ call: String) -> String {
+    "\(call): the loop's group was shut down; its loops take no work from outside"
+  }
+
+  /// What work sent to a loop of a group that has ended stops with, naming `call`.
+  private static func refusedAfterEnd(_ call: String) -> String {
+    "\(call): this loop of a CoroutineLoopGroup has ended (the group was shut down); "
+      + "the job could never run"
+  }
+
+  /// `schedule(_:)` for a job that its group already admitted and counts (see
+  /// ``CoroutineLoopGroup/schedule(_:)``): the group does not end before it runs.
+  func scheduleAdmitted(_ job: @escaping @Sendable () -> Void) {
     enqueue(.closure(job))
   }
 
@@ -149,9 +187,15 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     enqueue(.resume(Unmanaged.passUnretained(coroutine)))
   }
 
-  /// Queues the start of `coroutine`, which its task keeps alive (see `launchAttached()`).
+  /// Queues the start of `coroutine`, which its task keeps alive (see `launchAttached()`); on a
+  /// loop of a group that refuses it (shut down, and the caller outside; or ended), fails its
+  /// task with ``CoroutineError/schedulerShutDown`` instead.
   func enqueueStart(_ coroutine: Coroutine) {
-    enqueue(.start(Unmanaged.passUnretained(coroutine)))
+    let job = LoopJob.start(Unmanaged.passUnretained(coroutine))
+    if isCurrent { return localJobs.append(job) }
+    if refusesOutsideWork || !enqueueFromElsewhere(job) {
+      coroutine.refuseStart(.schedulerShutDown)
+    }
   }
 
   /// Queues a coroutine's resumption from this loop's own thread.
@@ -159,20 +203,66 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     localJobs.append(.resume(Unmanaged.passUnretained(coroutine)))
   }
 
+  /// Queues a job that nothing may refuse: a resumption, or work the group counts. A loop that
+  /// has ended can get neither (a coroutine it runs, or that visits it, keeps it running), so
+  /// one refused is the runtime's own fault and stops rather than vanishes.
   private func enqueue(_ job: consuming LoopJob) {
     if isCurrent {
       localJobs.append(job)
       return
     }
-    inbox.push(job)
-    wakeIfAsleep()
+    guard enqueueFromElsewhere(job) else {
+      coStop(
+        "CoroutineLoop: work for a coroutine reached a loop of a CoroutineLoopGroup that had ended")
+    }
   }
 
+  /// Pushes `job` from another thread and wakes the loop; false, dropping it, when the loop has
+  /// ended for good (a group's loop, whose inbox is closed).
+  private func enqueueFromElsewhere(_ job: consuming LoopJob) -> Bool {
+    guard inbox.push(job) != .refused else { return false }
+    wakeIfAsleep()
+    return true
+  }
+
+  /// True when this loop's group was shut down and the calling thread runs none of the group's
+  /// loops: the loop then takes no new work from it (the group's own coroutines may still send
+  /// work while it drains). Compares the groups' addresses without following either: the caller
+  /// may hold only this loop, whose group may be gone, and a new group at the same address
+  /// finds the loop ended anyway, its inbox closed.
+  private var refusesOutsideWork: Bool {
+    guard groupIsShutDown.load(ordering: .sequentiallyConsistent), let mine = groupReference
+    else { return false }
+    guard let here = CoroutineLoop.currentUnretained else { return true }
+    return here._withUnsafeGuaranteedRef { $0.groupReference?.toOpaque() != mine.toOpaque() }
+  }
+
+  /// Lets a coroutine of another scheduler come to this loop of a group (``co_await(on:_:)``):
+  /// it counts among the loop's coroutines until `visitorLeft()`, so the loop does not end
+  /// under it. Throws ``CoroutineError/schedulerShutDown`` when the loop has ended, or when its
+  /// group was shut down and the caller is outside the group.
+  func admitVisitor() throws(CoroutineError) {
+    // Counted before the look at `hasEnded`, which an ending loop sets before it looks at its
+    // count (`endsForGood()`): of the two, at least one sees the other.
+    remoteLive.add(1, ordering: .sequentiallyConsistent)
+    if hasEnded.load(ordering: .sequentiallyConsistent) || refusesOutsideWork {
+      coroutineFinished()
+      throw .schedulerShutDown
+    }
+  }
+
+  /// A visitor admitted by `admitVisitor()` is leaving.
+  func visitorLeft() { coroutineFinished() }
+
   /// Runs `job` on this loop once `seconds` have passed on the monotonic clock.
+  ///
+  /// On a loop of a ``CoroutineLoopGroup``, refused as ``schedule(_:)`` refuses a job.
   public func schedule(after seconds: Double, _ job: @escaping @Sendable () -> Void)
     -> any CoroutineTimer
   {
     let delay = nanoseconds(fromSeconds: seconds, in: "CoroutineLoop.schedule(after:)")
+    coPrecondition(
+      isCurrent || !refusesOutsideWork, Self.refusedFromOutside("CoroutineLoop.schedule(after:_:)"))
     pendingTimers.add(1, ordering: .relaxed)
     // The sequence that orders equal deadlines is the heap's own, given on arrival.
     let timer = LoopTimer(
@@ -186,7 +276,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       insert(timer)
     } else {
       // Numbered when it reaches the heap, on the loop's thread.
-      enqueue(.closure { [self] in insert(timer) })
+      guard enqueueFromElsewhere(.closure { [self] in insert(timer) }) else {
+        coStop(Self.refusedAfterEnd("CoroutineLoop.schedule(after:_:)"))
+      }
     }
     return timer
   }
@@ -277,6 +369,24 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     inbox.mayHoldWork || (ready != nil && roamingInbox.mayHoldWork)
   }
 
+  /// For a loop about to end: a group's loop ends for good, closed to visitors and to other
+  /// threads' jobs, unless one came meanwhile (then false, and it runs on); a lone loop may run
+  /// again later, and stays open.
+  ///
+  /// As NIO's event loops do once closed (a task submitted then fails with
+  /// `EventLoopError.shutdown`), work that comes after the end is refused and its sender told,
+  /// rather than queued where no thread will ever look. The closed state is a mark in the
+  /// inbox's own head word, so a push and the close meet in one compare-and-swap and the
+  /// push, the hot path of every cross-thread wake-up, pays one comparison for it.
+  private func endsForGood() -> Bool {
+    guard ready != nil else { return true }
+    hasEnded.store(true, ordering: .sequentiallyConsistent)
+    // Looked at after `hasEnded` is set, as a visitor counts itself before looking at it.
+    if liveCoroutines == 0, inbox.close() { return true }
+    hasEnded.store(false, ordering: .sequentiallyConsistent)
+    return false
+  }
+
   /// True when the loop may end once it has nothing to run: a lone loop unless it keeps running
   /// (the shared poller), a group's once the group is shut down and its coroutines finished.
   private var mayEnd: Bool {
@@ -291,8 +401,22 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// the loop's poller rather than spins.
   ///
   /// A loop runs on one thread at a time; calling this while another thread runs the same loop
-  /// stops the program with a message.
+  /// stops the program with a message. A loop of a ``CoroutineLoopGroup`` is run by the group's
+  /// own thread alone: calling this on one stops the program with a message.
   public func run() {
+    coPrecondition(
+      ready == nil,
+      "CoroutineLoop.run(): this loop belongs to a CoroutineLoopGroup, whose own thread runs it")
+    runOnThisThread()
+  }
+
+  /// `run()` without its check: the loop's own body, which a group's thread runs for its loop.
+  ///
+  /// A group's loop is run by the thread the group made for it and by nothing else, as a loop
+  /// of NIO's `MultiThreadedEventLoopGroup` is (its run is not public): run from elsewhere it
+  /// would follow its group, unretained, after the group had gone. A strong reference instead
+  /// would make a cycle (the group holds its loops) and cost every hot path's retain.
+  func runOnThisThread() {
     coPrecondition(
       !running.exchange(true, ordering: .acquiringAndReleasing),
       "CoroutineLoop.run(): this loop is already running on another thread")
@@ -437,7 +561,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       return true
     }
     if liveCoroutines == 0, sleepers == 0,
-      pendingTimers.load(ordering: .sequentiallyConsistent) == 0, mayEnd
+      pendingTimers.load(ordering: .sequentiallyConsistent) == 0, mayEnd, endsForGood()
     {
       sleeping.store(false, ordering: .relaxed)
       group?.loopEnded()

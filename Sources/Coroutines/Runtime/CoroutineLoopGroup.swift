@@ -29,7 +29,11 @@ import Synchronization
 /// (use ``CoLocal``), no `Mutex` or `NSLock` held across a suspension (use ``CoMutex``).
 /// ``CoroutineLoop/current`` tells a coroutine which loop runs it now.
 ///
-/// The group's threads keep it alive until ``shutdown()``.
+/// The group's threads keep it alive until ``shutdown()``: a group whose last reference is
+/// dropped without it is never freed, and its loops keep running (asleep when idle, using no
+/// processor) until the process exits. After ``shutdown()`` returns, the threads have let go of
+/// the group; its loops, if the program still holds them, refuse all work, and never reach the
+/// group once it is gone.
 public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   @unchecked Sendable
 {
@@ -37,6 +41,10 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
 
   /// The group's loops, one per thread, each running from the group's creation to its shutdown.
   /// Launching on one of them (`co_launch(on: group.loops[0])`) keeps the coroutine on it.
+  ///
+  /// Only the group's own thread runs a loop: ``CoroutineLoop/run()`` on one stops the program
+  /// with a message. After ``shutdown()`` a loop takes work as the group does (see there), and
+  /// once it has ended it refuses work from everyone.
   public let loops: [CoroutineLoop]
   private let nextLoop = Atomic<Int>(0)
   /// Coroutines launched on the group and not yet finished, counted by each loop's thread on
@@ -63,9 +71,14 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
     for (index, loop) in loops.enumerated() { loop.joinGroup(self, index: index) }
     for (index, loop) in loops.enumerated() {
       finished.enter()
-      // The thread holds the group: it lives until its loops have ended.
-      let thread = Thread { [self] in
-        loop.run()
+      // The thread holds the group while its loop runs, and lets go of it before it leaves
+      // `finished` (held on its own for that): once `shutdown()` returns, the group is held by
+      // its callers alone, and freed when they let go.
+      let held = Unmanaged.passRetained(self)
+      let finished = finished
+      let thread = Thread {
+        loop.runOnThisThread()
+        held.release()
         finished.leave()
       }
       thread.name = "coroutines.group.\(index)"
@@ -118,13 +131,16 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
     // shutdown racing with it waits for it rather than ending the loop it was queued on.
     coroutineCreated()
     checkOpen(from: "CoroutineLoopGroup.schedule(_:)")
-    next().schedule { [self] in
+    next().scheduleAdmitted { [self] in
       job()
       coroutineFinished()
     }
   }
 
   /// Runs `job` on the calling thread's loop (or the next in turn) once `seconds` have passed.
+  ///
+  /// After ``shutdown()``, as for ``schedule(_:)``, a timer from outside the group stops the
+  /// program with a message.
   public func schedule(after seconds: Double, _ job: @escaping @Sendable () -> Void)
     -> any CoroutineTimer
   {
@@ -153,6 +169,22 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
       loop.enqueueFromElsewhere(job)
     }
   }
+
+  /// Lets a coroutine of another scheduler come to the group (``co_await(on:_:)``): it counts
+  /// among the group's coroutines until `visitorLeft()`, so that a shutdown waits for it, as
+  /// for the group's own. Throws ``CoroutineError/schedulerShutDown`` when the group was shut
+  /// down and the caller is outside it.
+  func admitVisitor() throws(CoroutineError) {
+    // Counted before the look at `isShutDown`, as a launch is (see `enqueueStart`).
+    coroutineCreated()
+    if isShutDown.load(ordering: .sequentiallyConsistent), !isCurrent {
+      coroutineFinished()
+      throw .schedulerShutDown
+    }
+  }
+
+  /// A visitor admitted by `admitVisitor()` is leaving.
+  func visitorLeft() { coroutineFinished() }
 
   // MARK: Waking idle loops
 
@@ -208,16 +240,28 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
 
   /// Lets the group's coroutines finish, then ends its loops and their threads.
   ///
-  /// From then on, launching on the group from outside it fails the task with
-  /// ``CoroutineError/schedulerShutDown``; the group's own coroutines may still launch children
-  /// and schedule work, so that what runs can finish. A coroutine parked at that moment keeps
-  /// the group running until it finishes, woken as usual.
+  /// From then on, work sent from outside the group (from a thread that runs none of its loops)
+  /// to the group or to one of its loops fails at once rather than being lost:
+  /// `co_launch(on:)` fails the task with ``CoroutineError/schedulerShutDown``,
+  /// ``co_await(on:_:)`` throws it without leaving, and ``schedule(_:)`` or
+  /// ``schedule(after:_:)`` stops the program with a message naming the call. The group's own
+  /// coroutines may still launch children, hop between its loops and schedule work, so that
+  /// what runs can finish.
   ///
-  /// Called from outside the group, it returns once every loop has ended. Called from one of
-  /// the group's own threads (inside one of its coroutines), it cannot wait for its own thread:
-  /// it returns at once, and the loops end as they would have. Calling it again does nothing
-  /// more (but waits, from outside, like the first call).
+  /// It waits for every coroutine of the group and of its loops, parked ones included (woken as
+  /// usual), and for coroutines from elsewhere that came with ``co_await(on:_:)`` until they
+  /// leave. A server first stops accepting and ends or cancels its long-lived coroutines (its
+  /// listeners, its connections): else this waits for them. Each loop ends for good once the
+  /// group's coroutines have finished and it has nothing of its own left; work sent to a loop
+  /// that has ended fails the same way, from anywhere.
+  ///
+  /// Called from outside the group, it returns once every loop has ended and the threads have
+  /// let go of the group. Called from one of the group's own threads (inside one of its
+  /// coroutines), it cannot wait for its own thread: it returns at once, and the loops end as
+  /// they would have. Calling it again does nothing more (but waits, from outside, like the
+  /// first call).
   public func shutdown() {
+    for loop in loops { loop.groupIsShutDown.store(true, ordering: .sequentiallyConsistent) }
     isShutDown.store(true, ordering: .sequentiallyConsistent)
     wakeAll()
     if !isCurrent { finished.wait() }

@@ -13,6 +13,18 @@ struct RemoteInbox: ~Copyable {
   private static let start: UInt = 1
   private static let closure: UInt = 2
   private static let kindMask: UInt = 3
+  /// What a closed inbox holds (see `close()`): no entry, as no object lives at address 0.
+  private static let closedMark: UInt = 4
+
+  /// What became of a pushed job.
+  enum Push: Equatable {
+    /// Queued, with nothing else waiting before it.
+    case first
+    /// Queued behind other jobs.
+    case behind
+    /// Refused, and dropped: the inbox was closed.
+    case refused
+  }
 
   /// True when nothing waits. Sequentially consistent, like the pushes: a loop that marks
   /// itself asleep and then finds the inbox empty is seen asleep by the next pusher.
@@ -21,9 +33,10 @@ struct RemoteInbox: ~Copyable {
   /// A cheaper look for a loop that spins: it only needs to notice soon.
   var mayHoldWork: Bool { head.load(ordering: .relaxed) != 0 }
 
-  /// Pushes `job` (any thread); true if nothing else was waiting.
+  /// Pushes `job` (any thread), unless the inbox was closed: then the job is dropped (a
+  /// closure's node released) and the caller, told so, handles the refusal.
   @discardableResult
-  func push(_ job: consuming LoopJob) -> Bool {
+  func push(_ job: consuming LoopJob) -> Push {
     let entry: UInt
     switch consume job {
     case .resume(let coroutine): entry = UInt(bitPattern: coroutine.toOpaque())
@@ -33,12 +46,26 @@ struct RemoteInbox: ~Copyable {
     }
     var old = head.load(ordering: .relaxed)
     while true {
+      if old == Self.closedMark {
+        _ = Self.job(entry)
+        return .refused
+      }
       Self.setNext(of: entry, to: old)
       let (exchanged, found) = head.compareExchange(
         expected: old, desired: entry, ordering: .sequentiallyConsistent)
-      if exchanged { return old == 0 }
+      if exchanged { return old == 0 ? .first : .behind }
       old = found
     }
+  }
+
+  /// Closes the inbox for good if it is empty: every later push is refused. False, changing
+  /// nothing, when a job waits. Only for the inbox of a loop whose thread is leaving its run
+  /// for the last time (a group's loop): nothing may take from it afterwards. The push that
+  /// finds the inbox open is the one the loop takes, so of a job and the end, one comes first
+  /// and no job is left behind unseen.
+  func close() -> Bool {
+    head.compareExchange(expected: 0, desired: Self.closedMark, ordering: .sequentiallyConsistent)
+      .exchanged
   }
 
   /// Moves every waiting job to the end of `queue`, oldest first (the loop's thread only).
