@@ -201,6 +201,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       TimerEntry(
         sleeping: coroutine, generation: generation, deadline: monotonicNanoseconds() &+ delay,
         sequence: nextSequence))
+    if timers.isCrowded { dropDeadTimers() }
   }
 
   /// A sleep ended before its deadline (cancelled): it no longer keeps the loop alive. Called
@@ -213,6 +214,20 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   private func insert(_ timer: LoopTimer) {
     nextSequence &+= 1
     timers.insert(TimerEntry(timer, sequence: nextSequence))
+    if timers.isCrowded { dropDeadTimers() }
+  }
+
+  /// Drops the dead entries of the crowded timer heap (see `TimerHeap.compact(liveAtMost:)`):
+  /// a timeout answered in time, or a sleep ended early, behind a live timer due before it
+  /// would otherwise stay until that timer rings. Out of line: rarely called.
+  @inline(never)
+  private func dropDeadTimers() {
+    // Live entries are at most the sleeps not yet ended and the timers neither fired nor
+    // cancelled (some of which are still on their way from other threads).
+    let dead = timers.compact(liveAtMost: sleepers &+ pendingTimers.load(ordering: .relaxed))
+    // Released only now that the heap is whole again: the last release of a coroutine may run
+    // code that arms a timer on this loop.
+    _ = consume dead
   }
 
   /// How many `co_delay` sleeps are pending (for tests, on the loop's own thread).
@@ -223,6 +238,13 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
 
   /// How many ``schedule(after:_:)`` timers are pending (for tests).
   var pendingTimersForTesting: Int { pendingTimers.load(ordering: .acquiring) }
+
+  /// How many entries the timer heap holds, dead ones included (for tests, on the loop's own
+  /// thread).
+  var timerCountForTesting: Int {
+    coPrecondition(isCurrent, "timerCountForTesting: read it on the loop's own thread")
+    return timers.count
+  }
 
   // MARK: Accounting
 
@@ -352,9 +374,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       let entry = timers.removeFirst()!
       switch entry.action {
       case .timer(let timer):
-        if timer.claimForFiring() {
+        if let job = timer.claimJob() {
           pendingTimers.subtract(1, ordering: .relaxed)
-          localJobs.append(.closure(timer.job))
+          localJobs.append(.closure(job))
           fired += 1
         }
       case .sleep(let coroutine, let generation):
