@@ -53,6 +53,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Jobs run since the poller was last asked, while the loop had no time to sleep: a loop busy
   /// with jobs still looks at its descriptors every so often.
   @exclusivity(unchecked) private var jobsSincePoll = 0
+  /// When the poller was last asked (monotonic nanoseconds): a loop busy with long jobs looks
+  /// at its descriptors by time too.
+  @exclusivity(unchecked) private var lastPoll: UInt64 = 0
   // `@exclusivity(unchecked)`: each of these is confined to the loop's thread, and no
   // access to one of them calls out to code that could touch it again, so the dynamic check
   // could never fire. It is not free: inside a coroutine each check consults the thread's access
@@ -324,16 +327,22 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       cu_tls_set_current_loop(previous)
       running.store(false, ordering: .releasing)
     }
+    // The clock as a busy turn ended, for the next turn's timers (0: read it afresh). The time
+    // until then (a look at other threads' work, and at the watched coroutine) may fire a timer
+    // a little late, never early.
+    var clock: UInt64 = 0
     while true {
       takeRemoteWork()
       if watched != nil { attendToWatched() }
       // Checked here, not inside: entering the function for nothing cost a frame's worth of
       // saves and restores on every turn (26 of the 391 instructions of a `co_delay(0)`).
-      let moreDue = timers.isEmpty ? false : fireDueTimers()
+      let moreDue =
+        timers.isEmpty ? false : fireDueTimers(now: clock != 0 ? clock : monotonicNanoseconds())
+      clock = 0
       var ran = runQueuedJobs()
       if let ready { ran &+= runReadyCoroutines(ready) }
       if moreDue || !localJobs.isEmpty || ready?.isEmpty == false || watchedNeedsAttention {
-        if poller.waiterCount > 0 { pollWhileBusy(afterRunning: ran) }
+        if poller.waiterCount > 0 { clock = pollWhileBusy(afterRunning: ran) }
         continue
       }
       if ready != nil, findGroupWork() { continue }
@@ -353,8 +362,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     inbox.takeAll(into: &localJobs)
   }
 
-  /// Fires up to ``timerBatch`` due timers (dropping dead ones on the way); returns true when
-  /// more are due, for the next turn.
+  /// Fires up to ``timerBatch`` timers due by `now` (dropping dead ones on the way); returns
+  /// true when more are due, for the next turn.
   ///
   /// In batches, so that the jobs a batch queues run while what firing touched is still in the
   /// cache: firing reads and writes each sleeper's record, and resuming it reads the record
@@ -362,8 +371,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// miss twice. Timers still fire in deadline order, and every turn fires some, so queued jobs
   /// cannot starve them; but with more than a batch due, the later ones wait a turn or more,
   /// behind jobs queued meanwhile.
-  private func fireDueTimers() -> Bool {
-    let now = monotonicNanoseconds()
+  private func fireDueTimers(now: UInt64) -> Bool {
     var fired = 0
     while let first = timers.first {
       if first.pointee.deadline > now, !first.pointee.isDead { return false }
@@ -416,19 +424,34 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     return ran
   }
 
-  /// Asks the poller, without sleeping, for descriptors that became ready, once every
-  /// ``jobsBetweenPolls`` jobs of a loop that never runs out of jobs; a loop that does asks it
-  /// each time it would sleep. A system call per turn would cost a loop of quick jobs, such as
-  /// `co_delay(0)` round trips, several times their own price.
-  private func pollWhileBusy(afterRunning ran: Int) {
+  /// Asks the poller, without sleeping, for descriptors that became ready, in a loop that never
+  /// runs out of jobs: after ``jobsBetweenPolls`` jobs, or ``busyPollInterval`` of running them,
+  /// whichever comes first; a loop that runs out asks it each time it would sleep. Returns the
+  /// clock it read, for the next turn's timers, or 0 when it asked (the system call took time).
+  ///
+  /// A system call per turn would cost a loop of quick jobs, such as `co_delay(0)` round trips,
+  /// several times their own price, hence the count; but a coroutine that computes in slices
+  /// and yields runs one job per turn, and counted alone its slices delayed every wake-up by a
+  /// hundred of them, hence the clock: one reading per busy turn of a loop with descriptors to
+  /// watch, which the next turn's timers share. Go's scheduler likewise polls the network when
+  /// it has not for a while (its monitor, after 10 ms); NIO's loop polls on every tick.
+  private func pollWhileBusy(afterRunning ran: Int) -> UInt64 {
     jobsSincePoll &+= ran
-    guard jobsSincePoll >= Self.jobsBetweenPolls else { return }
+    let now = monotonicNanoseconds()
+    guard jobsSincePoll >= Self.jobsBetweenPolls || now &- lastPoll >= Self.busyPollInterval
+    else { return now }
     jobsSincePoll = 0
+    lastPoll = now
     poller.poll(timeout: 0)
+    return 0
   }
 
   /// How many jobs a busy loop runs between two looks at its descriptors.
   static let jobsBetweenPolls = 128
+
+  /// The longest a busy loop runs jobs between two looks at its descriptors (nanoseconds): a
+  /// descriptor's wake-up waits for about one computing coroutine's slice, not for a hundred.
+  static let busyPollInterval: UInt64 = 1_000_000
 
   /// Sleeps in the poller until there is work (a timer due, a descriptor ready, another
   /// thread's job); returns false when the loop is idle and should end.
@@ -469,9 +492,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     poller.poll(timeout: timers.firstDeadline.map { $0 > asleep ? $0 &- asleep : 0 })
     sleeping.store(false, ordering: .relaxed)
     jobsSincePoll = 0
-    if remoteWorkMayWait,
-      monotonicNanoseconds() &- asleep <= Self.longestSpin
-    {
+    let awake = monotonicNanoseconds()
+    lastPoll = awake
+    if remoteWorkMayWait, awake &- asleep <= Self.longestSpin {
       // Another thread's work came soon after the loop fell asleep: spinning would have
       // caught it without the two trips through the kernel, so spin next time.
       spinBudget = Self.longestSpin
