@@ -53,16 +53,6 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Jobs run since the poller was last asked, while the loop had no time to sleep: a loop busy
   /// with jobs still looks at its descriptors every so often.
   @exclusivity(unchecked) private var jobsSincePoll = 0
-  /// When the poller was last asked (monotonic nanoseconds): a loop busy with long jobs looks
-  /// at its descriptors by time too.
-  @exclusivity(unchecked) private var lastPoll: UInt64 = 0
-  /// When a busy loop last read the clock, how many jobs it lets run between two readings, and
-  /// at which count of `jobsSincePoll` it reads it next (see `pollWhileBusy`).
-  @exclusivity(unchecked) private var lastClock: UInt64 = 0
-  @exclusivity(unchecked) private var clockStride = 1
-  @exclusivity(unchecked) private var nextClockAt = 1
-  /// The clock a busy turn read for the next turn's timers, or 0 (see `fireDueTimers`).
-  @exclusivity(unchecked) private var clockForTimers: UInt64 = 0
   // `@exclusivity(unchecked)`: each of these is confined to the loop's thread, and no
   // access to one of them calls out to code that could touch it again, so the dynamic check
   // could never fire. It is not free: inside a coroutine each check consults the thread's access
@@ -115,6 +105,17 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   @exclusivity(unchecked) private(set) var groupIndex = 0
   /// A group loop's ready coroutines of the group, which idle loops of the group may take.
   let ready: StealQueue?
+  // Last, so that the fields the quick paths touch keep their places (and cache lines).
+  /// When the poller was last asked (monotonic nanoseconds): a loop busy with long jobs looks
+  /// at its descriptors by time too.
+  @exclusivity(unchecked) private var lastPoll: UInt64 = 0
+  /// When a busy loop last read the clock, how many jobs it lets run between two readings, and
+  /// at which count of `jobsSincePoll` it reads it next (see `pollWhileBusy`).
+  @exclusivity(unchecked) private var lastClock: UInt64 = 0
+  @exclusivity(unchecked) private var clockStride = 1
+  @exclusivity(unchecked) private var nextClockAt = 1
+  /// The clock a busy turn read for the next turn's timers, or 0 (see `fireDueTimers`).
+  @exclusivity(unchecked) private var clockForTimers: UInt64 = 0
 
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
   public init() {
@@ -207,11 +208,11 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   func addSleep(_ coroutine: Coroutine, generation: UInt64, nanoseconds delay: UInt64) {
     sleepers += 1
     nextSequence &+= 1
-    timers.insert(
+    let crowded = timers.insert(
       TimerEntry(
         sleeping: coroutine, generation: generation, deadline: monotonicNanoseconds() &+ delay,
         sequence: nextSequence))
-    if timers.isCrowded { dropDeadTimers() }
+    if crowded { dropDeadTimers() }
   }
 
   /// A sleep ended before its deadline (cancelled): it no longer keeps the loop alive. Called
@@ -223,8 +224,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Puts a timer on the heap, numbered after every entry already there. Loop thread only.
   private func insert(_ timer: LoopTimer) {
     nextSequence &+= 1
-    timers.insert(TimerEntry(timer, sequence: nextSequence))
-    if timers.isCrowded { dropDeadTimers() }
+    if timers.insert(TimerEntry(timer, sequence: nextSequence)) { dropDeadTimers() }
   }
 
   /// Drops the dead entries of the crowded timer heap (see `TimerHeap.compact(liveAtMost:)`):

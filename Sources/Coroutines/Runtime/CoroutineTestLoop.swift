@@ -105,9 +105,9 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
       let timer = LoopTimer(
         deadline: state.now.addingClamped(delay), sequence: state.nextSequence, job: job,
         onCancel: { [weak self] in self?.state.withLock { $0.pendingTimers -= 1 } })
-      state.timers.insert(TimerEntry(timer, sequence: timer.sequence))
+      let crowded = state.timers.insert(TimerEntry(timer, sequence: timer.sequence))
       state.pendingTimers += 1
-      if state.timers.isCrowded {
+      if crowded {
         // Released under the lock: what is dropped is cancelled timers, whose jobs went when
         // they were cancelled, so no code of the user's runs here.
         _ = state.timers.compact(liveAtMost: state.pendingTimers)
