@@ -114,8 +114,6 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   @exclusivity(unchecked) private var lastClock: UInt64 = 0
   @exclusivity(unchecked) private var clockStride = 1
   @exclusivity(unchecked) private var nextClockAt = 1
-  /// The clock a busy turn read for the next turn's timers, or 0 (see `fireDueTimers`).
-  @exclusivity(unchecked) private var clockForTimers: UInt64 = 0
 
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
   public init() {
@@ -350,7 +348,6 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       if !waitForWork() { break }
     }
     timers = TimerHeap()
-    clockForTimers = 0
     // `waitForWork` stopped any watch before it found the loop idle.
     coPrecondition(watched == nil, "CoroutineLoop.run(): the loop ended while watching a coroutine")
     if ready != nil { returnStashedStacks() }
@@ -374,11 +371,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// cannot starve them; but with more than a batch due, the later ones wait a turn or more,
   /// behind jobs queued meanwhile.
   private func fireDueTimers() -> Bool {
-    // The clock as the last busy turn ended, if it read it (see `pollWhileBusy`): what came
-    // between (a look at other threads' work, at the watched coroutine) may make a timer fire a
-    // little late, never early.
-    let now = clockForTimers != 0 ? clockForTimers : monotonicNanoseconds()
-    clockForTimers = 0
+    let now = monotonicNanoseconds()
+    // The busy loop's look by time, on this reading (see `pollWhileBusy`).
+    if now &- lastPoll >= Self.busyPollInterval { pollOnTime(now) }
     var fired = 0
     while let first = timers.first {
       if first.pointee.deadline > now, !first.pointee.isDead { return false }
@@ -403,6 +398,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
         }
       }
     }
+    // The heap is empty: from now on the busy loop reads the clock itself.
+    nextClockAt = min(nextClockAt, jobsSincePoll &+ 1)
     return false
   }
 
@@ -441,23 +438,30 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// hundred of them, hence the clock. Go's scheduler likewise polls the network when it has
   /// not for a while (its monitor, after 10 ms); NIO's loop polls on every tick.
   ///
-  /// Reading the clock costs about two quick turns, so the loop reads it after every turn only
-  /// while jobs are long or timers are pending (the next turn's timers would read it anyway,
-  /// and take this reading instead, unless the poller was asked meanwhile). While jobs are
-  /// quick it reads it every `clockStride` jobs, a stride that doubles up to
-  /// ``longestClockStride`` while the jobs between two readings take less than a sixteenth of
-  /// the interval, and falls back to one as soon as they do not: once jobs turn long the loop
-  /// notices within that many, and then looks after every turn. One counter, compared with the
-  /// next reading's count, is all a quick turn pays.
+  /// With timers pending, every turn reads the clock anyway to fire them, and looks on that
+  /// reading at its start, which is the end of the previous turn but for a look at other
+  /// threads' work. Without, reading the clock costs about two quick turns: the loop reads it
+  /// after every turn only while jobs are long, and every `clockStride` jobs while they are
+  /// quick, a stride that doubles up to ``longestClockStride`` while the jobs between two
+  /// readings take less than a sixteenth of the interval, and falls back to one as soon as they
+  /// do not. Once jobs turn long the loop notices within that many, and then looks after every
+  /// turn. A quick turn pays one counter compared with the next reading's count, as it did
+  /// when only the count mattered.
   private func pollWhileBusy(afterRunning ran: Int) {
     jobsSincePoll &+= ran
     if jobsSincePoll >= nextClockAt { lookWhileBusy() }
   }
 
-  /// `pollWhileBusy` when it reads the clock: asks the poller if it is time, and sets the next
-  /// reading.
+  /// `pollWhileBusy` at the count of its next look: asks the poller if it is time, reading the
+  /// clock unless the timers do, and sets the count of the next look.
   @inline(never)
   private func lookWhileBusy() {
+    guard timers.isEmpty else {
+      // The timers read the clock at every turn's start; only the count is left to watch.
+      if jobsSincePoll >= Self.jobsBetweenPolls { pollNow() }
+      nextClockAt = Self.jobsBetweenPolls
+      return
+    }
     let now = monotonicNanoseconds()
     if now &- lastClock < Self.busyPollInterval / 16 {
       clockStride = min(clockStride &* 2, Self.longestClockStride)
@@ -466,15 +470,25 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     }
     lastClock = now
     if jobsSincePoll >= Self.jobsBetweenPolls || now &- lastPoll >= Self.busyPollInterval {
-      jobsSincePoll = 0
       lastPoll = now
-      poller.poll(timeout: 0)
-    } else if !timers.isEmpty {
-      clockForTimers = now
+      pollNow()
     }
-    // With timers pending, the next turn's would read the clock anyway.
-    nextClockAt = min(
-      jobsSincePoll &+ (timers.isEmpty ? clockStride : 1), Self.jobsBetweenPolls)
+    nextClockAt = min(jobsSincePoll &+ clockStride, Self.jobsBetweenPolls)
+  }
+
+  /// The look by time of a turn whose timers read the clock (`now`): the loop may not be busy,
+  /// or have descriptors to watch, and then it only notes the time.
+  @inline(never)
+  private func pollOnTime(_ now: UInt64) {
+    lastPoll = now
+    if poller.waiterCount > 0 { pollNow() }
+  }
+
+  /// Asks the poller for ready descriptors without sleeping (the caller notes the time, if it
+  /// has it).
+  private func pollNow() {
+    jobsSincePoll = 0
+    poller.poll(timeout: 0)
   }
 
   /// How many jobs a busy loop runs between two looks at its descriptors.
