@@ -111,9 +111,9 @@ struct TimerEntry {
 ///
 /// Dead entries (cancelled timers, sleeps ended early) are dropped when they reach the front; one
 /// behind a live timer due before it would wait for that timer, so when the heap grows past
-/// twice what it held after its last clean-up, its owner drops them all (see
-/// ``compact(liveAtMost:)``): memory stays within about twice the live timers, at an amortised
-/// O(1) per insertion.
+/// twice what it held after its last look, its owner drops them all (see
+/// ``compact(liveAtMost:)``): the heap never holds more than about three times the live timers
+/// it held at that look, or ``fewestCrowded`` entries, at an amortised O(1) per insertion.
 ///
 /// Concrete, not generic over its entries, and without closures: in a debug build a generic
 /// container looks up its type's metadata in the runtime's tables and copies entries through
@@ -167,7 +167,7 @@ struct TimerHeap: ~Copyable {
   /// How many entries are waiting, dead ones included.
   var count: Int { heap.count &+ run.count }
 
-  /// True when the heap has grown past twice what it held after its last clean-up (and past
+  /// True when the heap has grown past twice what it held after its last look (and past
   /// ``fewestCrowded``): time for its owner to call ``compact(liveAtMost:)``. ``insert(_:)``
   /// returns it: asked there, while the counts are at hand, it cost a sleep 5 instructions;
   /// asked by the owner afterwards, 22.
