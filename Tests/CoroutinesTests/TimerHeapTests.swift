@@ -41,6 +41,12 @@ import Testing
     heap.first.map { Timer(deadline: $0.pointee.deadline, sequence: $0.pointee.sequence) }
   }
 
+  /// How many entries a compaction dropped, or nil when it did not look.
+  private func count(of dropped: consuming TimerEntryRing?) -> Int? {
+    guard let dropped else { return nil }
+    return dropped.count
+  }
+
   @Test func timersInDeadlineOrderComeOutInThatOrder() {
     var heap = TimerHeap()
     let added = (0..<3000).map { Timer(deadline: UInt64($0 / 3), sequence: UInt64($0)) }
@@ -125,6 +131,66 @@ import Testing
     #expect(heap.firstIsDead == false)
     timer.cancel()
     #expect(heap.firstIsDead == true)
+  }
+
+  @Test func compactingDropsTheCancelledAndKeepsTheOrderOfTheRest() {
+    var generator = SplitMix64(seed: 23)
+    var heap = TimerHeap()
+    var live: [Timer] = []
+    var cancelled = 0
+    for sequence in 0..<3000 {
+      // Both parts: mostly in order (the run), some due earlier (the heap).
+      let base = UInt64(sequence) * 10
+      let deadline = generator.next() % 3 == 0 ? generator.next() % (base + 1) : base
+      let timer = LoopTimer(deadline: deadline, sequence: UInt64(sequence), job: {}, onCancel: {})
+      heap.insert(TimerEntry(timer, sequence: UInt64(sequence)))
+      if generator.next() % 2 == 0 {
+        timer.cancel()
+        cancelled += 1
+      } else {
+        live.append(Timer(deadline: deadline, sequence: UInt64(sequence)))
+      }
+    }
+    let crowded = heap.isCrowded
+    #expect(crowded)
+    let dropped = count(of: heap.compact(liveAtMost: live.count))
+    #expect(dropped == cancelled)
+    #expect(heap.count == live.count)
+    let stillCrowded = heap.isCrowded
+    #expect(!stillCrowded)
+    // Insertions after it still come out in order, whichever part they join.
+    for sequence in 3000..<3200 {
+      let deadline = generator.next() % 2 == 0 ? UInt64(sequence) * 10 : generator.next() % 30_000
+      let timer = Timer(deadline: deadline, sequence: UInt64(sequence))
+      live.append(timer)
+      heap.insert(timer.entry)
+    }
+    drain(&heap, expecting: live)
+  }
+
+  @Test func aHeapOfMostlyLiveTimersIsNotSearchedUntilItDoubles() {
+    var heap = TimerHeap()
+    var sequence: UInt64 = 0
+    func add(_ count: Int) {
+      for _ in 0..<count {
+        heap.insert(Timer(deadline: sequence, sequence: sequence).entry)
+        sequence += 1
+      }
+    }
+    add(TimerHeap.fewestCrowded + 1)
+    var crowded = heap.isCrowded
+    #expect(crowded)
+    // All live: nothing to drop, and no new look before twice as many.
+    let dropped = count(of: heap.compact(liveAtMost: heap.count))
+    #expect(dropped == nil)
+    crowded = heap.isCrowded
+    #expect(!crowded)
+    add(TimerHeap.fewestCrowded + 1)
+    crowded = heap.isCrowded
+    #expect(!crowded)
+    add(1)
+    crowded = heap.isCrowded
+    #expect(crowded)
   }
 
   @Test func theFirstDeadlineFollowsWhicheverHeadIsEarlier() {

@@ -118,6 +118,15 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// True once a group loop has ended for good (or is about to, see `endsForGood()`): it takes
   /// no visitor (`admitVisitor()`), and its inbox is closed.
   private let hasEnded = Atomic<Bool>(false)
+  // Last, so that the fields the quick paths touch keep their places (and cache lines).
+  /// When the poller was last asked (monotonic nanoseconds): a loop busy with long jobs looks
+  /// at its descriptors by time too.
+  @exclusivity(unchecked) private var lastPoll: UInt64 = 0
+  /// When a busy loop last read the clock, how many jobs it lets run between two readings, and
+  /// at which count of `jobsSincePoll` it reads it next (see `pollWhileBusy`).
+  @exclusivity(unchecked) private var lastClock: UInt64 = 0
+  @exclusivity(unchecked) private var clockStride = 1
+  @exclusivity(unchecked) private var nextClockAt = 1
 
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
   public init() {
@@ -289,10 +298,11 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   func addSleep(_ coroutine: Coroutine, generation: UInt64, nanoseconds delay: UInt64) {
     sleepers += 1
     nextSequence &+= 1
-    timers.insert(
+    let crowded = timers.insert(
       TimerEntry(
         sleeping: coroutine, generation: generation, deadline: monotonicNanoseconds() &+ delay,
         sequence: nextSequence))
+    if crowded { dropDeadTimers() }
   }
 
   /// A sleep ended before its deadline (cancelled): it no longer keeps the loop alive. Called
@@ -304,7 +314,20 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Puts a timer on the heap, numbered after every entry already there. Loop thread only.
   private func insert(_ timer: LoopTimer) {
     nextSequence &+= 1
-    timers.insert(TimerEntry(timer, sequence: nextSequence))
+    if timers.insert(TimerEntry(timer, sequence: nextSequence)) { dropDeadTimers() }
+  }
+
+  /// Drops the dead entries of the crowded timer heap (see `TimerHeap.compact(liveAtMost:)`):
+  /// a timeout answered in time, or a sleep ended early, behind a live timer due before it
+  /// would otherwise stay until that timer rings. Out of line: rarely called.
+  @inline(never)
+  private func dropDeadTimers() {
+    // Live entries are at most the sleeps not yet ended and the timers neither fired nor
+    // cancelled (some of which are still on their way from other threads).
+    let dead = timers.compact(liveAtMost: sleepers &+ pendingTimers.load(ordering: .relaxed))
+    // Released only now that the heap is whole again: the last release of a coroutine may run
+    // code that arms a timer on this loop.
+    _ = consume dead
   }
 
   /// How many `co_delay` sleeps are pending (for tests, on the loop's own thread).
@@ -315,6 +338,13 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
 
   /// How many ``schedule(after:_:)`` timers are pending (for tests).
   var pendingTimersForTesting: Int { pendingTimers.load(ordering: .acquiring) }
+
+  /// How many entries the timer heap holds, dead ones included (for tests, on the loop's own
+  /// thread).
+  var timerCountForTesting: Int {
+    coPrecondition(isCurrent, "timerCountForTesting: read it on the loop's own thread")
+    return timers.count
+  }
 
   // MARK: Accounting
 
@@ -466,6 +496,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// behind jobs queued meanwhile.
   private func fireDueTimers() -> Bool {
     let now = monotonicNanoseconds()
+    // The busy loop's look by time, on this reading (see `pollWhileBusy`).
+    if now &- lastPoll >= Self.busyPollInterval { pollOnTime(now) }
     var fired = 0
     while let first = timers.first {
       if first.pointee.deadline > now, !first.pointee.isDead { return false }
@@ -476,9 +508,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       let entry = timers.removeFirst()!
       switch entry.action {
       case .timer(let timer):
-        if timer.claimForFiring() {
+        if let job = timer.claimJob() {
           pendingTimers.subtract(1, ordering: .relaxed)
-          localJobs.append(.closure(timer.job))
+          localJobs.append(.closure(job))
           fired += 1
         }
       case .sleep(let coroutine, let generation):
@@ -490,6 +522,8 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
         }
       }
     }
+    // The heap is empty: from now on the busy loop reads the clock itself.
+    nextClockAt = min(nextClockAt, jobsSincePoll &+ 1)
     return false
   }
 
@@ -518,19 +552,80 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     return ran
   }
 
-  /// Asks the poller, without sleeping, for descriptors that became ready, once every
-  /// ``jobsBetweenPolls`` jobs of a loop that never runs out of jobs; a loop that does asks it
-  /// each time it would sleep. A system call per turn would cost a loop of quick jobs, such as
-  /// `co_delay(0)` round trips, several times their own price.
+  /// Asks the poller, without sleeping, for descriptors that became ready, in a loop that never
+  /// runs out of jobs: after ``jobsBetweenPolls`` jobs, or ``busyPollInterval`` of running them,
+  /// whichever comes first; a loop that runs out asks it each time it would sleep.
+  ///
+  /// A system call per turn would cost a loop of quick jobs, such as `co_delay(0)` round trips,
+  /// several times their own price, hence the count; but a coroutine that computes in slices
+  /// and yields runs one job per turn, and counted alone its slices delayed every wake-up by a
+  /// hundred of them, hence the clock. Go's scheduler likewise polls the network when it has
+  /// not for a while (its monitor, after 10 ms); NIO's loop polls on every tick.
+  ///
+  /// With timers pending, every turn reads the clock anyway to fire them, and looks on that
+  /// reading at its start, which is the end of the previous turn but for a look at other
+  /// threads' work. Without, reading the clock costs about two quick turns: the loop reads it
+  /// after every turn only while jobs are long, and every `clockStride` jobs while they are
+  /// quick, a stride that doubles up to ``longestClockStride`` while the jobs between two
+  /// readings take less than a sixteenth of the interval, and falls back to one as soon as they
+  /// do not. Once jobs turn long the loop notices within that many, and then looks after every
+  /// turn. A quick turn pays one counter compared with the next reading's count, as it did
+  /// when only the count mattered.
   private func pollWhileBusy(afterRunning ran: Int) {
     jobsSincePoll &+= ran
-    guard jobsSincePoll >= Self.jobsBetweenPolls else { return }
+    if jobsSincePoll >= nextClockAt { lookWhileBusy() }
+  }
+
+  /// `pollWhileBusy` at the count of its next look: asks the poller if it is time, reading the
+  /// clock unless the timers do, and sets the count of the next look.
+  @inline(never)
+  private func lookWhileBusy() {
+    guard timers.isEmpty else {
+      // The timers read the clock at every turn's start; only the count is left to watch.
+      if jobsSincePoll >= Self.jobsBetweenPolls { pollNow() }
+      nextClockAt = Self.jobsBetweenPolls
+      return
+    }
+    let now = monotonicNanoseconds()
+    if now &- lastClock < Self.busyPollInterval / 16 {
+      clockStride = min(clockStride &* 2, Self.longestClockStride)
+    } else {
+      clockStride = 1
+    }
+    lastClock = now
+    if jobsSincePoll >= Self.jobsBetweenPolls || now &- lastPoll >= Self.busyPollInterval {
+      lastPoll = now
+      pollNow()
+    }
+    nextClockAt = min(jobsSincePoll &+ clockStride, Self.jobsBetweenPolls)
+  }
+
+  /// The look by time of a turn whose timers read the clock (`now`): the loop may not be busy,
+  /// or have descriptors to watch, and then it only notes the time.
+  @inline(never)
+  private func pollOnTime(_ now: UInt64) {
+    lastPoll = now
+    if poller.waiterCount > 0 { pollNow() }
+  }
+
+  /// Asks the poller for ready descriptors without sleeping (the caller notes the time, if it
+  /// has it).
+  private func pollNow() {
     jobsSincePoll = 0
     poller.poll(timeout: 0)
   }
 
   /// How many jobs a busy loop runs between two looks at its descriptors.
   static let jobsBetweenPolls = 128
+
+  /// The longest a busy loop runs jobs between two looks at its descriptors (nanoseconds): a
+  /// descriptor's wake-up waits for about one computing coroutine's slice, not for a hundred.
+  static let busyPollInterval: UInt64 = 1_000_000
+
+  /// The most jobs between two readings of the clock, while jobs are quick: a reading (about
+  /// 45 ns amid a loop's switches here) every 32 quick jobs adds about a nanosecond to each,
+  /// less than the system call every ``jobsBetweenPolls`` jobs already does.
+  static let longestClockStride = 32
 
   /// Sleeps in the poller until there is work (a timer due, a descriptor ready, another
   /// thread's job); returns false when the loop is idle and should end.
@@ -571,9 +666,12 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     poller.poll(timeout: timers.firstDeadline.map { $0 > asleep ? $0 &- asleep : 0 })
     sleeping.store(false, ordering: .relaxed)
     jobsSincePoll = 0
-    if remoteWorkMayWait,
-      monotonicNanoseconds() &- asleep <= Self.longestSpin
-    {
+    let awake = monotonicNanoseconds()
+    lastPoll = awake
+    lastClock = awake
+    clockStride = 1
+    nextClockAt = 1
+    if remoteWorkMayWait, awake &- asleep <= Self.longestSpin {
       // Another thread's work came soon after the loop fell asleep: spinning would have
       // caught it without the two trips through the kernel, so spin next time.
       spinBudget = Self.longestSpin

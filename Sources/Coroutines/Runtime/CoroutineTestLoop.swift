@@ -72,6 +72,9 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
   /// Timers scheduled on this loop that have neither fired nor been cancelled.
   public var pendingTimers: Int { state.withLock { $0.pendingTimers } }
 
+  /// How many entries the timer heap holds, cancelled ones included (for tests).
+  var timerCountForTesting: Int { state.withLock { $0.timers.count } }
+
   /// Jobs ready to run at the next ``runUntilIdle()``, counting timers whose deadline has come.
   public var readyJobs: Int { state.withLock { $0.ready.liveCount } }
 
@@ -102,8 +105,13 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
       let timer = LoopTimer(
         deadline: state.now.addingClamped(delay), sequence: state.nextSequence, job: job,
         onCancel: { [weak self] in self?.state.withLock { $0.pendingTimers -= 1 } })
-      state.timers.insert(TimerEntry(timer, sequence: timer.sequence))
+      let crowded = state.timers.insert(TimerEntry(timer, sequence: timer.sequence))
       state.pendingTimers += 1
+      if crowded {
+        // Released under the lock: what is dropped is cancelled timers, whose jobs went when
+        // they were cancelled, so no code of the user's runs here.
+        _ = state.timers.compact(liveAtMost: state.pendingTimers)
+      }
       state.moveDueTimers(dueBy: state.now)  // a delay of zero is ready at once, in order
       return timer
     }
@@ -209,9 +217,9 @@ extension CoroutineTestLoop {
         case .job(let job):
           return job
         case .timer(let timer):
-          if timer.claimForFiring() {
+          if let job = timer.claimJob() {
             pendingTimers -= 1
-            return timer.job
+            return job
           }
         }
       }

@@ -1,13 +1,19 @@
 import CUContext
 import Synchronization
 
-/// A timer on a loop. Cancelling marks it; the loop drops marked timers when they surface.
+/// A timer on a loop. Cancelling marks it and releases its job at once; the loop drops marked
+/// timers when they surface, or sooner when they crowd its heap (see
+/// ``TimerHeap/compact(liveAtMost:)``).
 final class LoopTimer: CoroutineTimer, Sendable {
   let deadline: UInt64
   /// Its place among timers of the same deadline, on a heap of timers themselves
   /// (`CoroutineTestLoop`); a `CoroutineLoop` numbers its heap's entries itself.
   let sequence: UInt64
-  let job: @Sendable () -> Void
+  /// The job, until the timer fires or is cancelled. Whoever wins `done` alone touches it after
+  /// that: firing takes it to run, cancelling releases it, so what it captured (a timeout's
+  /// waiting coroutine) goes at once rather than when the timer would have rung. The exchange
+  /// orders those accesses; the creator's write is published with the timer.
+  nonisolated(unsafe) private var job: (@Sendable () -> Void)?
   private let done = Atomic<Bool>(false)
   private let onCancel: @Sendable () -> Void
 
@@ -21,13 +27,18 @@ final class LoopTimer: CoroutineTimer, Sendable {
     self.onCancel = onCancel
   }
 
-  /// Stops the timer's job from running, if it has not run yet.
+  /// Stops the timer's job from running, if it has not run yet, and releases it.
   func cancel() {
-    if !done.exchange(true, ordering: .acquiringAndReleasing) { onCancel() }
+    guard !done.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    job = nil
+    onCancel()
   }
 
-  /// Claims the timer for firing; false if it was cancelled (or already fired).
-  func claimForFiring() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
+  /// Claims the timer for firing and takes its job; nil if it was cancelled (or already fired).
+  func claimJob() -> (@Sendable () -> Void)? {
+    guard !done.exchange(true, ordering: .acquiringAndReleasing) else { return nil }
+    return job.take()
+  }
 
   var isCancelled: Bool { done.load(ordering: .acquiring) }
 }
@@ -98,6 +109,12 @@ struct TimerEntry {
 /// O(1) instead of a sift through the heap (14 levels for 10 000 sleepers); only a timer due
 /// before the run's last one goes to the heap. The earlier of the two heads is the first timer.
 ///
+/// Dead entries (cancelled timers, sleeps ended early) are dropped when they reach the front; one
+/// behind a live timer due before it would wait for that timer, so when the heap grows past
+/// twice what it held after its last look, its owner drops them all (see
+/// ``compact(liveAtMost:)``): the heap never holds more than about three times the live timers
+/// it held at that look, or ``fewestCrowded`` entries, at an amortised O(1) per insertion.
+///
 /// Concrete, not generic over its entries, and without closures: in a debug build a generic
 /// container looks up its type's metadata in the runtime's tables and copies entries through
 /// value witnesses on every operation, which made a loop's timers slower than Dispatch's. The
@@ -111,6 +128,12 @@ struct TimerHeap: ~Copyable {
   /// The key of the run's last timer (meaningless while the run is empty), kept apart so that
   /// an insertion compares with it without touching that timer.
   private var runLast = Key(deadline: 0, sequence: 0)
+  /// Above this many entries the heap is crowded: its owner should call
+  /// ``compact(liveAtMost:)``.
+  private var crowdedAbove = TimerHeap.fewestCrowded
+  /// The size below which dead entries are left to surface: looking for them would cost more
+  /// than they hold.
+  static let fewestCrowded = 64
 
   private struct Key {
     let deadline: UInt64
@@ -141,8 +164,16 @@ struct TimerHeap: ~Copyable {
   var isEmpty: Bool {
     @_transparent get { heap.isEmpty && run.isEmpty }
   }
-  /// How many timers are waiting (for tests).
+  /// How many entries are waiting, dead ones included.
   var count: Int { heap.count &+ run.count }
+
+  /// True when the heap has grown past twice what it held after its last look (and past
+  /// ``fewestCrowded``): time for its owner to call ``compact(liveAtMost:)``. ``insert(_:)``
+  /// returns it: asked there, while the counts are at hand, it cost a sleep 5 instructions;
+  /// asked by the owner afterwards, 22.
+  var isCrowded: Bool {
+    @_transparent get { heap.count &+ run.count > crowdedAbove }
+  }
 
   /// The first timer, in place (no copy: no retain of its object), or nil when there is none.
   /// Valid until the heap next changes.
@@ -177,13 +208,16 @@ struct TimerHeap: ~Copyable {
     run.entry(at: offset).pointee.prefetch()
   }
 
-  mutating func insert(_ entry: consuming TimerEntry) {
+  /// Adds `entry`; returns true when the heap is now crowded (see ``isCrowded``), for its owner
+  /// to call ``compact(liveAtMost:)``.
+  @discardableResult
+  mutating func insert(_ entry: consuming TimerEntry) -> Bool {
     let key = Key(deadline: entry.deadline, sequence: entry.sequence)
     // Due no earlier than the run's last (or the run is empty): it joins the run.
     if run.isEmpty || !key.isBefore(runLast) {
       runLast = key
       run.append(entry)
-      return
+      return isCrowded
     }
     heap.append(entry)
     var child = heap.count &- 1
@@ -193,6 +227,36 @@ struct TimerHeap: ~Copyable {
       heap.swapAt(child, parent)
       child = parent
     }
+    return isCrowded
+  }
+
+  /// Drops the dead entries of a crowded heap, when at most `live` of its entries can be live:
+  /// Go's rule, when a quarter or more may be dead (fewer are not worth a pass over every
+  /// entry, each a look at another object). Returns what it dropped, for the caller to release
+  /// once the heap is whole again (a last release may run code that arms a timer on the same
+  /// heap), or nil when it dropped nothing.
+  ///
+  /// Either way the heap is not crowded again until it holds twice its entries now, so the pass
+  /// costs O(1) per insertion, amortised, and `live` (an upper bound the owner keeps anyway, so
+  /// that a heap of live timers growing is not searched) need not be exact.
+  mutating func compact(liveAtMost live: Int) -> TimerEntryRing? {
+    let total = count
+    guard (total &- live) &* 4 >= total else {
+      crowdedAbove = Swift.max(Self.fewestCrowded, 2 &* total)
+      return nil
+    }
+    var dead = TimerEntryRing()
+    run.moveDead(into: &dead)
+    heap.moveDead(into: &dead)
+    // Floyd's construction: sift every parent down, from the last one up, in O(n).
+    var parent = heap.count / 2 &- 1
+    while parent >= 0 {
+      siftDown(from: parent)
+      parent &-= 1
+    }
+    if !run.isEmpty { runLast = Key(run.entry(at: run.count &- 1)) }
+    crowdedAbove = Swift.max(Self.fewestCrowded, 2 &* count)
+    return dead
   }
 
   mutating func removeFirst() -> TimerEntry? {
@@ -204,7 +268,14 @@ struct TimerHeap: ~Copyable {
     guard !heap.isEmpty else { return nil }
     heap.swapAt(0, heap.count &- 1)
     let first = heap.popLast()
-    var parent = 0
+    siftDown(from: 0)
+    return first
+  }
+
+  /// Moves the heap's entry at `start` down until neither child is earlier.
+  @_transparent
+  private mutating func siftDown(from start: Int) {
+    var parent = start
     while true {
       let left = 2 &* parent &+ 1
       let right = left &+ 1
@@ -215,7 +286,6 @@ struct TimerHeap: ~Copyable {
       heap.swapAt(parent, earliest)
       parent = earliest
     }
-    return first
   }
 
   @_transparent
@@ -278,6 +348,24 @@ struct TimerEntryRing: ~Copyable {
     guard count > 0 else { return nil }
     count &-= 1
     return (storage + slot(count)).move()
+  }
+
+  /// Moves every dead entry (see ``TimerEntry/isDead``) to the end of `dead`, keeping the others
+  /// in their order.
+  mutating func moveDead(into dead: inout TimerEntryRing) {
+    var kept = 0
+    var offset = 0
+    while offset < count {
+      let source = entry(at: offset)
+      if source.pointee.isDead {
+        dead.append(source.move())
+      } else {
+        if kept != offset { entry(at: kept).initialize(to: source.move()) }
+        kept &+= 1
+      }
+      offset &+= 1
+    }
+    count = kept
   }
 
   /// Swaps two entries by moving them (a copy would retain their objects).

@@ -1,0 +1,61 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Coroutines
+
+extension IOTests {
+  /// A loop that never runs out of jobs still looks at its descriptors at least every
+  /// millisecond of running them, so a coroutine that computes in slices and yields delays a
+  /// descriptor's wake-up by about one slice.
+  @Suite struct BusyLoopFairnessTests {
+    /// Spins on the calling thread until `nanoseconds` have passed on the monotonic clock: a
+    /// slice of computation, however loaded the machine is.
+    private static func compute(for nanoseconds: UInt64) {
+      let start = monotonicNanoseconds()
+      while monotonicNanoseconds() &- start < nanoseconds {}
+    }
+
+    /// With a timeout on the wait, a timer is pending and the loop looks on the clock reading
+    /// it takes to fire timers; without one, it reads the clock itself.
+    @Test(arguments: [60, nil] as [Double?])
+    func aComputingCoroutineThatYieldsDelaysADescriptorWakeUpByAboutOneSlice(timeout: Double?)
+      throws
+    {
+      // Counted in slices, not in time: a slice lasts at least a millisecond whatever else the
+      // machine does, and the loop must look at its descriptors after every one.
+      let slice: UInt64 = 1_000_000
+      let writtenAt = 5
+      let mostSlices = 300
+      let (woken, lag) = try runOnLoopLeavingNoDescriptor { () throws -> (Bool, Int) in
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        let slices = Atomic<Int>(0)
+        let wokenAt = Atomic<Int>(-1)
+        let waiter = co_launch {
+          _ = try co_wait(fd: pipe.readEnd, for: .readable, timeout: timeout)
+          wokenAt.store(slices.load(ordering: .relaxed), ordering: .relaxed)
+        }
+        try co_delay(0)  // the waiter is registered
+        // One job is always ready (this coroutine, yielding), so the loop never sleeps in its
+        // poller: only its looks while busy can see the pipe.
+        while wokenAt.load(ordering: .relaxed) < 0, slices.load(ordering: .relaxed) < mostSlices {
+          if slices.load(ordering: .relaxed) == writtenAt {
+            var byte: UInt8 = 1
+            #expect(write(pipe.writeEnd, &byte, 1) == 1)
+          }
+          Self.compute(for: slice)
+          slices.add(1, ordering: .relaxed)
+          try co_delay(0)
+        }
+        let woken = wokenAt.load(ordering: .relaxed)
+        if woken < 0 { waiter.cancel() }
+        _ = try? waiter.await()
+        return (woken >= 0, woken - writtenAt)
+      }
+      #expect(woken, "the waiter never woke in \(mostSlices) slices")
+      // Written during a slice, seen by the look after it, run after the next slice.
+      #expect(lag >= 1 && lag <= 3, "the waiter woke \(lag) slices after the write")
+    }
+  }
+}
