@@ -288,4 +288,37 @@ import Testing
     #expect(isShutDown(outcome(of: hop)))
     #expect(loops.allSatisfy { !$0.isRunning })
   }
+
+  // MARK: Deliveries that were asked for before the shutdown
+
+  @Test func aChannelFutureForAShutDownGroupSettlesWithTheValueWhereItIsSent() throws {
+    let group = CoroutineLoopGroup(threads: 1)
+    let channel = CoChannel<Int>()
+    let onGroup = channel.receiveFuture(on: group)
+    let onLoop = channel.receiveFuture(on: group.loops[0])
+    group.shutdown()
+    #expect(channel.trySend(7))
+    #expect(channel.trySend(8))
+    #expect(try onGroup.result?.get() == 7)
+    #expect(try onLoop.result?.get() == 8)
+  }
+
+  @Test func aChannelCallbackForAShutDownGroupIsDroppedUncalled() {
+    let group = CoroutineLoopGroup(threads: 1)
+    let channel = CoChannel<Int>()
+    let called = CallCount()
+    channel.whenReceive(on: group) { _ in called.add() }
+    channel.whenReceive(on: group.loops[0]) { _ in called.add() }
+    group.shutdown()
+    #expect(channel.trySend(1))
+    #expect(channel.trySend(2))
+    #expect(called.value == 0)
+  }
+}
+
+/// Counts calls from any thread.
+private final class CallCount: Sendable {
+  private let count = Atomic<Int>(0)
+  func add() { count.add(1, ordering: .relaxed) }
+  var value: Int { count.load(ordering: .relaxed) }
 }

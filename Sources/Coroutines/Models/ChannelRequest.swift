@@ -68,16 +68,20 @@ enum ChannelRequestDelivery<R> {
   case callback((Result<R, any Error>) -> Void)
 
   /// Settles the future or calls the callback with `result`, on `scheduler`.
+  ///
+  /// A loop or group shut down since the request was made takes no work from outside: the
+  /// future then settles here, on the completing thread (a future may settle on any thread,
+  /// and its value is not lost), and the callback, which must run on its scheduler, is dropped.
   func deliver(_ result: Result<R, any Error>, on scheduler: any CoroutineScheduler) {
     // Handed to the one job that delivers it (an `R` need not be `Sendable`, nor a callback
     // given without `on:`, which runs on the loop it was asked for on).
     nonisolated(unsafe) let result = result
     switch self {
     case .future(let future):
-      scheduler.schedule { future.settle(result) }
+      if !offer({ future.settle(result) }, to: scheduler) { future.settle(result) }
     case .callback(let callback):
       nonisolated(unsafe) let callback = callback
-      scheduler.schedule { callback(result) }
+      _ = offer({ callback(result) }, to: scheduler)
     }
   }
 
@@ -92,7 +96,8 @@ enum ChannelRequestDelivery<R> {
   /// Rejects a future with ``CoroutineError/channelClosed`` on `scheduler`; drops a callback.
   func abandon(on scheduler: any CoroutineScheduler) {
     guard case .future(let future) = self else { return }
-    scheduler.schedule { future.settle(.failure(CoroutineError.channelClosed)) }
+    let closed: @Sendable () -> Void = { _ = future.settle(.failure(CoroutineError.channelClosed)) }
+    if !offer(closed, to: scheduler) { closed() }
   }
 }
 

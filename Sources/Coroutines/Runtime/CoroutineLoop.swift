@@ -174,6 +174,17 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
     }
   }
 
+  /// ``schedule(_:)`` for deliveries asked for before a group's shutdown (a channel's waiting
+  /// future or callback): false, queueing nothing, where `schedule` would stop, so that the
+  /// caller can settle or drop what it delivers instead.
+  func offer(_ job: @escaping @Sendable () -> Void) -> Bool {
+    if isCurrent {
+      localJobs.append(.closure(job))
+      return true
+    }
+    return !refusesOutsideWork && enqueueFromElsewhere(.closure(job))
+  }
+
   /// What work sent from outside to a loop of a shut-down group stops with, naming `call`.
   private static func refusedFromOutside(_ call: String) -> String {
     "\(call): the loop's group was shut down; its loops take no work from outside"

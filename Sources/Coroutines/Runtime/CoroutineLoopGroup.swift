@@ -137,6 +137,23 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
     }
   }
 
+  /// ``schedule(_:)`` for deliveries asked for before the shutdown (see
+  /// `CoroutineLoop.offer(_:)`): false, queueing nothing, where `schedule` would stop.
+  func offer(_ job: @escaping @Sendable () -> Void) -> Bool {
+    if let loop = currentLoop { return loop._withUnsafeGuaranteedRef { $0.offer(job) } }
+    // Counted before the look, as `schedule(_:)` counts before its check.
+    coroutineCreated()
+    guard !isShutDown.load(ordering: .sequentiallyConsistent) else {
+      coroutineFinished()
+      return false
+    }
+    next().scheduleAdmitted { [self] in
+      job()
+      coroutineFinished()
+    }
+    return true
+  }
+
   /// Runs `job` on the calling thread's loop (or the next in turn) once `seconds` have passed.
   ///
   /// After ``shutdown()``, as for ``schedule(_:)``, a timer from outside the group stops the

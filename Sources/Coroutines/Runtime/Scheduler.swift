@@ -37,6 +37,16 @@ extension CoroutineScheduler {
   }
 }
 
+/// Runs `job` on `scheduler` unless it is a loop or a group that was shut down (and the caller
+/// is outside it): then false, queueing nothing. For work the library delivers on a scheduler
+/// the user chose earlier, which may have been shut down since; any other scheduler takes it.
+func offer(_ job: @escaping @Sendable () -> Void, to scheduler: any CoroutineScheduler) -> Bool {
+  if let loop = scheduler as? CoroutineLoop { return loop.offer(job) }
+  if let group = scheduler as? CoroutineLoopGroup { return group.offer(job) }
+  scheduler.schedule(job)
+  return true
+}
+
 /// A timer that is only a flag: whichever comes first, firing or cancelling, wins.
 final class FlagTimer: CoroutineTimer {
   private let done = Atomic<Bool>(false)
