@@ -174,6 +174,25 @@ extension IOTests {
       #expect(afterwards == [42])
     }
 
+    @Test func aReadUpToAHugeCountReturnsTheBytesThatArrived() throws {
+      let (everything, huge) = try runOnLoopLeavingNoDescriptor { () -> ([UInt8], [UInt8]) in
+        let listener = try CoTCPListener()
+        defer { listener.close() }
+        let server = co_launch { () -> CoTCPStream in try listener.accept() }
+        let stream = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+        defer { stream.close() }
+        let accepted = try server.await()
+        defer { accepted.close() }
+        try accepted.write(Array("hello".utf8))
+        let everything = try stream.read(upTo: .max, timeout: 5)
+        try accepted.write(patternBytes(100_000))
+        let huge = try stream.read(exactly: 100_000, timeout: 5, chunk: 1 << 40)
+        return (everything, huge)
+      }
+      #expect(everything == Array("hello".utf8))
+      #expect(sameBytes(huge, patternBytes(100_000)))
+    }
+
     @Test func closeWakesACoroutineBlockedInRead() throws {
       let error = try runOnLoopLeavingNoDescriptor { () -> POSIXError? in
         let listener = try CoTCPListener()
