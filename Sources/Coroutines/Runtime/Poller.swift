@@ -5,7 +5,8 @@ import Synchronization
 /// A loop's window on the kernel: an epoll instance that the loop sleeps in, the coroutines
 /// waiting for descriptors to become ready, and an eventfd through which other threads wake it.
 ///
-/// Only the loop's own thread registers, polls and forgets; ``wake()`` is for any thread.
+/// Only the loop's own thread registers, polls and forgets; ``wake()`` and ``unregister(_:)``
+/// are for any thread.
 ///
 /// Two kinds of registration share one epoll set (the Networking article has the measurements
 /// behind them):
@@ -50,8 +51,9 @@ final class Poller {
 
   // Out of descriptors: a loop is made where no error can be thrown (a group's loops in its
   // non-throwing initializer, the shared poller on first use, `CoroutineLoop.run`), and a
-  // process out of descriptors must not be stopped for it. So the kernel objects are made at
-  // once, as before, and when that fails the loop sleeps on a condition variable instead, which
+  // process out of descriptors must not be stopped for it. So the kernel objects are made with
+  // the poller, which keeps the hot paths as they are, and when that fails the loop sleeps on
+  // a condition variable instead, which
   // needs no descriptor; timers and other threads' jobs work as usual. The first wait for a
   // descriptor tries again, and throws `POSIXError(.EMFILE)` (the system's error) if it still
   // cannot: the call that needed a descriptor fails, and a later one may succeed. Once made,
