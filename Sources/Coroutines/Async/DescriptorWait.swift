@@ -87,6 +87,10 @@ func waitForDescriptor(
   let timers = coroutine.scheduler
   while true {
     let home = place
+    // Counted as one of home's coroutines from `OwnedDescriptor.beginWait` until it has left:
+    // home may be a loop of `CoroutineLoop.run`, which would otherwise end once its own
+    // coroutines are done, with this wait still in its poller.
+    defer { home.coroutineFinished() }
     do {
       return try hopping(to: home) {
         try coroutine.pinned {

@@ -32,7 +32,8 @@ final class OwnedDescriptor: Sendable {
     /// In the asking loop's poller, under `registration`; `leaving` is the poller the
     /// descriptor must first be taken out of.
     case here(registration: UInt64, leaving: CoroutineLoop?)
-    /// In `home`'s poller, where other waits on the descriptor are in progress.
+    /// In `home`'s poller, where other waits on the descriptor are in progress; counted as
+    /// one of home's coroutines until the wait has left it.
     case elsewhere(home: CoroutineLoop)
     /// Nowhere: the descriptor is closed.
     case closed
@@ -97,7 +98,13 @@ final class OwnedDescriptor: Sendable {
         state.waiters.append(waiter)
         return .here(registration: state.registration, leaving: nil)
       }
-      if let home = state.home, !state.waiters.isEmpty { return .elsewhere(home: home) }
+      if let home = state.home, !state.waiters.isEmpty {
+        // The coming wait counts as one of home's coroutines until it has left it again (see
+        // `waitForDescriptor`): a loop that could end (one of `CoroutineLoop.run`) keeps
+        // running for it. Home runs now, as a wait of its own is in progress there.
+        home.coroutineCreated()
+        return .elsewhere(home: home)
+      }
       let leaving = state.home
       state.home = loop
       state.registration = Self.nextRegistration.add(1, ordering: .relaxed).newValue

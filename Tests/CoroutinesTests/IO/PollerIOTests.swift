@@ -86,6 +86,67 @@ extension IOTests {
       #expect(sets <= 1)
     }
 
+    @Test func aWaitThatMovedToAnotherLoopKeepsThatLoopRunningUntilItEnds() throws {
+      // Two loops of `CoroutineLoop.run` on two threads share a stream: the first parks a
+      // reader on it, so the second's writer waits in the first's poller; then the first's own
+      // coroutines all finish while the writer still waits there.
+      let listenerReady = DispatchSemaphore(value: 0)
+      let readerParked = DispatchSemaphore(value: 0)
+      let bodyDone = DispatchSemaphore(value: 0)
+      let firstEnded = DispatchSemaphore(value: 0)
+      let stream = Mutex<CoTCPStream?>(nil)
+      let peer = Mutex<CoTCPStream?>(nil)
+      let first = Thread {
+        _ = try? CoroutineLoop.run {
+          let listener = try CoTCPListener()
+          defer { listener.close() }
+          let accepting = co_launch { () -> CoTCPStream in try listener.accept() }
+          let connected = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+          stream.withLock { $0 = connected }
+          peer.withLock { $0 = try? accepting.await() }
+          listenerReady.signal()
+          let reader = co_launch { try connected.read(upTo: 10, timeout: 10) }
+          try co_delay(0.02)
+          readerParked.signal()
+          try co_delay(0.05)  // the other loop's writer waits here by now
+          try peer.withLock { $0 }!.write([9])
+          _ = try reader.await()
+          bodyDone.signal()
+        }
+        firstEnded.signal()
+      }
+      first.start()
+      listenerReady.wait()
+      let connected = try #require(stream.withLock { $0 })
+      let accepted = try #require(peer.withLock { $0 })
+      defer {
+        connected.close()
+        accepted.close()
+      }
+      let writer = co_launch(on: DispatchQueue(label: "writer")) { () -> Int in
+        _ = readerParked.wait(timeout: .now() + 10)
+        // More than the socket buffers hold: the writer waits for the peer to read.
+        try connected.write([UInt8](repeating: 7, count: 16 << 20), timeout: 20)
+        return 16 << 20
+      }
+      // The first loop's own coroutines are all done before the peer starts reading.
+      #expect(bodyDone.wait(timeout: .now() + 10) == .success)
+      var drained = 0
+      var chunk = [UInt8](repeating: 0, count: 1 << 16)
+      let end = Date().addingTimeInterval(20)
+      while drained < 16 << 20, Date() < end {
+        var entry = pollfd(fd: accepted.descriptor.fd, events: Int16(POLLIN), revents: 0)
+        _ = poll(&entry, 1, 100)
+        let count = recv(accepted.descriptor.fd, &chunk, chunk.count, 0)
+        if count > 0 { drained += count }
+      }
+      let written = try #require(writer.blockingResult(seconds: 20)).get()
+      #expect(written == 16 << 20)
+      #expect(drained == 16 << 20)
+      // The first loop ran until the writer's wait had left it, and then ended.
+      #expect(firstEnded.wait(timeout: .now() + 10) == .success)
+    }
+
     @Test func twoLoopsWaitingOnOneStreamAtOnceBothWake() throws {
       let group = CoroutineLoopGroup(threads: 2)
       defer { group.shutdown() }
