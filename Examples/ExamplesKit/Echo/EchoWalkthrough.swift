@@ -52,9 +52,12 @@ public enum EchoWalkthrough {
       let listener = try CoTCPListener(host: "127.0.0.1", port: 0)
       let server = co_launch { try serveEcho(on: listener) }
       let start = DispatchTime.now().uptimeNanoseconds
+      // Clients and server share this process's descriptors: past what it may open, clients
+      // take turns rather than fail to connect.
+      let turns = CoSemaphore(value: clientsAtOnce(configuration))
       let clients = (0..<configuration.clients).map { client in
         co_launch { () -> (latencies: [UInt64], mismatches: Int) in
-          try exchange(client, port: listener.port, configuration)
+          try turns.withPermit { try exchange(client, port: listener.port, configuration) }
         }
       }
       var latencies: [UInt64] = []
@@ -79,6 +82,18 @@ public enum EchoWalkthrough {
         requestsPerSecond: Double(latencies.count) / seconds,
         p50Microseconds: percentile(0.5), p99Microseconds: percentile(0.99))
     }
+  }
+
+  /// How many clients may be connected at once: each connection takes two descriptors (the
+  /// client's and the server's end), under the process's limit (`ulimit -n`), less a margin
+  /// for the loop, the listener and standard streams.
+  public static func clientsAtOnce(_ configuration: Configuration) -> Int {
+    var limit = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else {
+      return configuration.clients
+    }
+    let available = Int(min(limit.rlim_cur, 1 << 20)) - 64
+    return max(1, min(configuration.clients, available / 2))
   }
 
   /// One client: connects, sends each message and reads it back, timing every round trip.
@@ -133,9 +148,16 @@ public enum EchoWalkthrough {
       String(
         format: "  round trip          p50 %.0f µs, p99 %.0f µs", report.p50Microseconds,
         report.p99Microseconds))
+    let atOnce = clientsAtOnce(configuration)
     narrator.show(
-      "  (all \(configuration.clients) clients are in flight at once, so a round trip includes "
-        + "the turns of the others on the loop's one thread)")
+      "  (\(atOnce == configuration.clients ? "all \(atOnce)" : "\(atOnce)") clients are in "
+        + "flight at once, so a round trip includes the turns of the others on the loop's one "
+        + "thread)")
+    if atOnce < configuration.clients {
+      narrator.show(
+        "  (the process may open too few descriptors for \(configuration.clients) connections "
+          + "at once, two each: see `ulimit -n`)")
+    }
     narrator.show("")
     let lines = SourceLines.count(region: "server", inFile: echoServerSource)
     guard let source = SourceLines.text(region: "server", inFile: echoServerSource) else {

@@ -24,8 +24,11 @@ import Foundation
 ///   - timeout: Seconds to wait at most; nil waits for as long as it takes, zero only looks.
 ///     Negative or NaN stops the program with a message naming the value.
 /// - Throws: ``CoroutineError/timedOut`` past the timeout; `CancellationError` at once if the
-///   coroutine is cancelled; `POSIXError(.EBADF)` for a descriptor below zero or not open;
-///   ``CoroutineError/notInCoroutine`` outside a coroutine.
+///   coroutine is cancelled; `POSIXError(.EBADF)` for a descriptor below zero or not open,
+///   also when it is closed while the wait is pending and its number is given to another file;
+///   `POSIXError(.EMFILE)` when the process is out of descriptors and the loop has not yet
+///   made its poller (a later wait tries again); ``CoroutineError/notInCoroutine`` outside a
+///   coroutine.
 public func co_wait(fd: Int32, for events: CoIOEvents, timeout: Double? = nil) throws
   -> CoIOEvents
 {
@@ -52,23 +55,59 @@ func waitForDescriptor(
   guard fd >= 0 else { throw POSIXError(.EBADF) }
   if coroutine.isCancelled { throw CancellationError() }
   if timeout == 0 { return try readyNow(fd, events) }
+  var place: CoroutineLoop
   if let loop = coroutine.loopRunningHere {
-    // Pinned: the wait's registration belongs to this loop's poller, which only its own
-    // thread may touch, so a group coroutine must resume here.
-    return try coroutine.pinned {
-      try loop.wait(
-        for: fd, events, coroutine: coroutine, timeout: timeout, timers: coroutine.scheduler,
-        owner: owner)
+    do {
+      // Pinned: the wait's registration belongs to this loop's poller, which only its own
+      // thread may touch, so a group coroutine must resume here.
+      return try coroutine.pinned {
+        try loop.wait(
+          for: fd, events, coroutine: coroutine, timeout: timeout, timers: coroutine.scheduler,
+          owner: owner)
+      }
+    } catch let elsewhere as WaitsElsewhere {
+      place = elsewhere.home
+    }
+  } else {
+    // Any other scheduler: wait on the shared poller's thread, keeping the timeout on the
+    // coroutine's own clock (a test loop's virtual one, say), then come back.
+    let origin = coroutine.scheduler
+    let shared = CoroutineLoop.sharedPoller
+    do {
+      return try co_await(on: shared) {
+        try shared.wait(
+          for: fd, events, coroutine: coroutine, timeout: timeout, timers: origin, owner: owner)
+      }
+    } catch let elsewhere as WaitsElsewhere {
+      place = elsewhere.home
     }
   }
-  // Any other scheduler: wait on the shared poller's thread, keeping the timeout on the
-  // coroutine's own clock (a test loop's virtual one, say), then come back.
-  let origin = coroutine.scheduler
-  let shared = CoroutineLoop.sharedPoller
-  return try co_await(on: shared) {
-    try shared.wait(
-      for: fd, events, coroutine: coroutine, timeout: timeout, timers: origin, owner: owner)
+  // An owned descriptor with waits in progress in another loop's poller: wait there, and come
+  // back (see `OwnedDescriptor.beginWait(in:_:)`). It may have moved again meanwhile.
+  let timers = coroutine.scheduler
+  while true {
+    let home = place
+    // Counted as one of home's coroutines from `OwnedDescriptor.beginWait` until it has left:
+    // home may be a loop of `CoroutineLoop.run`, which would otherwise end once its own
+    // coroutines are done, with this wait still in its poller.
+    defer { home.coroutineFinished() }
+    do {
+      return try hopping(to: home) {
+        try coroutine.pinned {
+          try home.wait(
+            for: fd, events, coroutine: coroutine, timeout: timeout, timers: timers, owner: owner)
+        }
+      }
+    } catch let elsewhere as WaitsElsewhere {
+      place = elsewhere.home
+    }
   }
+}
+
+/// Thrown inside `CoroutineLoop.wait` for an owned descriptor whose waits are in another
+/// loop's poller, `home`: the wait goes there.
+private struct WaitsElsewhere: Error {
+  let home: CoroutineLoop
 }
 
 /// The events `fd` is ready for now, without waiting (`poll` with no timeout); throws
@@ -103,25 +142,37 @@ extension CoroutineLoop {
 
   /// Parks `coroutine`, running on this loop's thread, until `fd` is ready, the timeout (on
   /// `timers`' clock) passes, the coroutine is cancelled or `owner` is closed; then unregisters
-  /// whatever is left.
+  /// whatever is left. Throws `WaitsElsewhere` when `owner`'s waits belong to another loop.
   func wait(
     for fd: Int32, _ events: CoIOEvents, coroutine: Coroutine, timeout: Double?,
     timers: any CoroutineScheduler, owner: OwnedDescriptor?
   ) throws -> CoIOEvents {
     var registered: CoroutineResumer<CoIOEvents>?
+    var recorded: CoroutineResumer<CoIOEvents>?
     var timer: (any CoroutineTimer)?
     defer {
       timer?.cancel()
-      if let registered {
-        poller.forget(fd, registered)
-        owner?.detach(registered)
-      }
+      if let registered { poller.forget(fd, registered) }
+      if let recorded { owner?.endWait(recorded) }
     }
     return try coroutine.suspend { (resumer: CoroutineResumer<CoIOEvents>) in
+      var registration: UInt64 = 0
+      if let owner {
+        switch owner.beginWait(in: self, resumer) {
+        case .closed:
+          resumer.resume(.failure(POSIXError(.EBADF)))
+          return
+        case .elsewhere(let home):
+          resumer.resume(.failure(WaitsElsewhere(home: home)))
+          return
+        case .here(let number, let leaving):
+          recorded = resumer
+          registration = number
+          leaving?.poller.unregister(fd)
+        }
+      }
       do {
-        if let ready = try poller.register(
-          fd, for: events, owner: owner?.registration ?? 0, resumer)
-        {
+        if let ready = try poller.register(fd, for: events, owner: registration, resumer) {
           resumer.resume(.success(ready))
           return
         }
@@ -130,10 +181,6 @@ extension CoroutineLoop {
         return
       }
       registered = resumer
-      if let owner, !owner.attach(resumer) {
-        resumer.resume(.failure(POSIXError(.EBADF)))
-        return
-      }
       if let timeout {
         timer = timers.schedule(after: timeout) {
           resumer.resume(.failure(CoroutineError.timedOut))

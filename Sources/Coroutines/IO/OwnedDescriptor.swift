@@ -10,18 +10,33 @@ import Synchronization
 /// marks the descriptor and wakes the calls that wait for it, and the last one out closes it.
 final class OwnedDescriptor: Sendable {
   let fd: Int32
-  /// A number no other owned descriptor of the process has had: pollers tell by it whether
-  /// their registration of `fd` is this owner's or one left behind by an earlier owner of the
-  /// same number.
-  let registration = OwnedDescriptor.nextRegistration.add(1, ordering: .relaxed).newValue
   private static let nextRegistration = Atomic<UInt64>(0)
   private let state = Mutex(State())
 
   private struct State {
     var closed = false
     var users = 0
-    /// The waits in progress on the descriptor, which ``close()`` ends with `EBADF`.
+    /// The waits in progress on the descriptor, all in `home`'s poller, which ``close()`` ends
+    /// with `POSIXError(.EBADF)`.
     var waiters: [CoroutineResumer<CoIOEvents>] = []
+    /// The loop whose poller has the descriptor registered, if any (see ``beginWait(in:_:)``).
+    var home: CoroutineLoop?
+    /// The registration number in `home`'s poller: a number no other registration of the
+    /// process has had, so that a poller tells its registration of `fd` from one left behind
+    /// by an earlier owner of the number, or by this one before it moved away.
+    var registration: UInt64 = 0
+  }
+
+  /// Where a wait on the descriptor goes (see ``beginWait(in:_:)``).
+  enum WaitPlace {
+    /// In the asking loop's poller, under `registration`; `leaving` is the poller the
+    /// descriptor must first be taken out of.
+    case here(registration: UInt64, leaving: CoroutineLoop?)
+    /// In `home`'s poller, where other waits on the descriptor are in progress; counted as
+    /// one of home's coroutines until the wait has left it.
+    case elsewhere(home: CoroutineLoop)
+    /// Nowhere: the descriptor is closed.
+    case closed
   }
 
   init(_ fd: Int32) { self.fd = fd }
@@ -63,17 +78,43 @@ final class OwnedDescriptor: Sendable {
   /// True once ``close()`` was called.
   var isClosed: Bool { state.withLock { $0.closed } }
 
-  /// Records a wait on the descriptor; false, recording nothing, if it is already closed.
-  func attach(_ waiter: CoroutineResumer<CoIOEvents>) -> Bool {
+  /// Records a wait on the descriptor by `waiter`, about to register in `loop`'s poller, and
+  /// says where it goes.
+  ///
+  /// An owned descriptor is registered in one poller at a time: registered edge-triggered for
+  /// its life, in every poller it ever waited in, it would stay in each (a group coroutine
+  /// moves between loops), and each would be woken by its edges for nothing. So its waits go to
+  /// the poller it is registered in, its home. A wait from another loop moves it there when no
+  /// wait is in progress at home: it is taken out of the old epoll set (from any thread, which
+  /// the kernel allows) under a new registration number, so the old poller's record of it no
+  /// longer matches and is started afresh if it ever comes back. While waits are in progress at
+  /// home (a reader parked on one loop, a writer on another), the new wait goes there too,
+  /// rather than take the registration from under them: like NIO's channels, which stay on
+  /// their event loop, the descriptor stays, and the coroutine moves to it for the wait.
+  func beginWait(in loop: CoroutineLoop, _ waiter: CoroutineResumer<CoIOEvents>) -> WaitPlace {
     state.withLock { state in
-      if state.closed { return false }
+      if state.closed { return .closed }
+      if state.home === loop {
+        state.waiters.append(waiter)
+        return .here(registration: state.registration, leaving: nil)
+      }
+      if let home = state.home, !state.waiters.isEmpty {
+        // The coming wait counts as one of home's coroutines until it has left it again (see
+        // `waitForDescriptor`): a loop that could end (one of `CoroutineLoop.run`) keeps
+        // running for it. Home runs now, as a wait of its own is in progress there.
+        home.coroutineCreated()
+        return .elsewhere(home: home)
+      }
+      let leaving = state.home
+      state.home = loop
+      state.registration = Self.nextRegistration.add(1, ordering: .relaxed).newValue
       state.waiters.append(waiter)
-      return true
+      return .here(registration: state.registration, leaving: leaving)
     }
   }
 
   /// Forgets a wait that ended.
-  func detach(_ waiter: CoroutineResumer<CoIOEvents>) {
+  func endWait(_ waiter: CoroutineResumer<CoIOEvents>) {
     state.withLock { state in
       if let index = state.waiters.firstIndex(where: { $0 === waiter }) {
         state.waiters.remove(at: index)
@@ -89,6 +130,8 @@ final class OwnedDescriptor: Sendable {
       state.closed = true
       let waiters = state.waiters
       state.waiters = []
+      // Closing takes the descriptor out of its poller's set; the loop need not stay.
+      state.home = nil
       return (waiters, state.users == 0)
     }
     for waiter in waiters { waiter.resume(.failure(POSIXError(.EBADF))) }

@@ -1,5 +1,6 @@
 import CLinux
 import Foundation
+import Synchronization
 
 /// A listening TCP socket whose ``accept(timeout:)`` suspends the calling coroutine, never its
 /// thread.
@@ -21,6 +22,9 @@ public final class CoTCPListener: Sendable {
   let descriptor: OwnedDescriptor
   /// The port the listener is bound to; the one the system picked when created with port 0.
   public let port: UInt16
+  /// How many of the next accepts fail with `EMFILE` as if the process were out of descriptors
+  /// (for tests: the limit is the whole process's, and tests run in parallel).
+  let failingAcceptsForTesting = Atomic<Int>(0)
 
   /// Binds to `host` (an IPv4 or IPv6 literal or a name; the first address it resolves to) on
   /// `port`, and listens. Port 0 asks the system for a free one.
@@ -62,6 +66,11 @@ public final class CoTCPListener: Sendable {
   ///
   /// - Parameter timeout: Seconds to wait at most; past it ``CoroutineError/timedOut`` is
   ///   thrown and the listener stays usable.
+  /// Out of descriptors, the call throws `POSIXError(.EMFILE)` at once and the connection
+  /// stays in the backlog; the listener stays usable. Calling again at once would fail again
+  /// until a descriptor is closed: wait a little first (see "Running out of descriptors" in
+  /// the Networking article).
+  ///
   /// - Throws: `POSIXError` (`.EBADF` once closed, `.EMFILE` out of descriptors, …),
   ///   ``CoroutineError/timedOut``, `CancellationError`, ``CoroutineError/notInCoroutine``
   ///   outside a coroutine (unless a connection is already waiting).
@@ -70,8 +79,14 @@ public final class CoTCPListener: Sendable {
     let timeout = checkedTimeout(timeout, in: call)
     return try descriptor.use { fd in
       while true {
-        let connection = clinux_accept4(
-          fd, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+        var connection: Int32
+        if failingAcceptsForTesting.load(ordering: .relaxed) > 0 {
+          failingAcceptsForTesting.subtract(1, ordering: .relaxed)
+          (connection, errno) = (-1, EMFILE)
+        } else {
+          connection = clinux_accept4(
+            fd, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+        }
         if connection >= 0 {
           let stream = CoTCPStream(adopting: connection)
           try setSocketOption(connection, Int32(IPPROTO_TCP), TCP_NODELAY, 1)

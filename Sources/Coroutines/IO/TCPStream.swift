@@ -91,6 +91,9 @@ public final class CoTCPStream: Sendable {
   /// Reads up to `maxBytes` bytes, waiting until at least one byte arrives; returns `[]` at the
   /// end of the stream (the peer closed or shut down its side), and for a `maxBytes` of zero.
   ///
+  /// A read returns what has arrived, at most 64 KiB at a time, in an array of exactly that
+  /// size: its cost depends on the bytes it returns, not on `maxBytes`, so `.max` is fine.
+  ///
   /// - Parameters:
   ///   - maxBytes: The most bytes to return; negative stops the program with a message.
   ///   - timeout: Seconds to wait at most; past it ``CoroutineError/timedOut`` is thrown and the
@@ -100,13 +103,46 @@ public final class CoTCPStream: Sendable {
     coPrecondition(maxBytes >= 0, "\(call): maxBytes \(maxBytes) is negative")
     let deadline = CallDeadline(checkedTimeout(timeout, in: call))
     if maxBytes == 0 { return [] }
+    let limit = min(maxBytes, Poller.readBufferSize)
     return try descriptor.use { fd in
-      // Waits before the buffer exists: an idle connection holds no buffer.
+      // Waits before any buffer is touched: an idle connection holds none.
       try waitIfDrained(fd, deadline, call)
-      return try [UInt8](unsafeUninitializedCapacity: maxBytes) { buffer, count in
-        count = try receive(fd, into: UnsafeMutableRawBufferPointer(buffer), deadline, call)
+      while true {
+        let (count, bytes) = receive(fd, upTo: limit)
+        if count >= 0 {
+          // A read that returned less than it could took everything there was.
+          drained.store(count > 0 && count < limit, ordering: .relaxed)
+          return bytes
+        }
+        try waitAfterFailedReceive(fd, deadline, call)
       }
     }
+  }
+
+  /// One `recv` of up to `limit` bytes (at most ``Poller/readBufferSize``): its result, and
+  /// the bytes that arrived. On a loop's thread it receives into the loop's read buffer and
+  /// copies out what arrived, so that a large `limit` costs nothing when a few bytes come;
+  /// elsewhere into an array of `limit` bytes, not zeroed.
+  private func receive(_ fd: Int32, upTo limit: Int) -> (Int, [UInt8]) {
+    if let loop = CoroutineLoop.currentUnretained {
+      return loop._withUnsafeGuaranteedRef { loop in
+        let buffer = loop.poller.readBuffer
+        let count = recv(fd, buffer.baseAddress, limit, 0)
+        guard count > 0 else { return (count, []) }
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { copy, initialized in
+          copy.baseAddress!.initialize(
+            from: buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count)
+          initialized = count
+        }
+        return (count, bytes)
+      }
+    }
+    var count = 0
+    let bytes = [UInt8](unsafeUninitializedCapacity: limit) { buffer, initialized in
+      count = recv(fd, buffer.baseAddress, limit, 0)
+      initialized = max(count, 0)
+    }
+    return (count, bytes)
   }
 
   /// Reads into `buffer`, waiting until at least one byte arrives; returns how many bytes were
@@ -149,13 +185,21 @@ public final class CoTCPStream: Sendable {
         drained.store(count > 0 && count < buffer.count, ordering: .relaxed)
         return count
       }
-      switch errno {
-      case EAGAIN, EWOULDBLOCK:
-        _ = try waitForDescriptor(
-          fd, .readable, timeout: deadline.remaining, call: call, owner: descriptor)
-      case EINTR: continue
-      default: throw lastPOSIXError()
-      }
+      try waitAfterFailedReceive(fd, deadline, call)
+    }
+  }
+
+  /// After a `recv` that failed: waits for the socket if it had nothing, returns at once for
+  /// a signal, throws the system's error otherwise.
+  private func waitAfterFailedReceive(
+    _ fd: Int32, _ deadline: CallDeadline, _ call: StaticString
+  ) throws {
+    switch errno {
+    case EAGAIN, EWOULDBLOCK:
+      _ = try waitForDescriptor(
+        fd, .readable, timeout: deadline.remaining, call: call, owner: descriptor)
+    case EINTR: return
+    default: throw lastPOSIXError()
     }
   }
 

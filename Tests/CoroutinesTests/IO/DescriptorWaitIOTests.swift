@@ -188,6 +188,82 @@ extension IOTests {
       }
     }
 
+    @Test func aNumberClosedAndReusedWhileAWaitWasPendingWakesTheNextWait() throws {
+      // The program of a user who closes a pipe under a pending wait and opens another, which
+      // gets the same number.
+      let outcome = try runOnLoopLeavingNoDescriptor { () -> String in
+        var first: [Int32] = [0, 0]
+        _ = pipe(&first)
+        let old = first[0]
+        let a = co_launch { _ = try? co_wait(fd: old, for: .readable, timeout: 1) }
+        try co_delay(0.05)
+        close(first[0])
+        close(first[1])
+        let second = try TestPipe()
+        defer { second.close() }
+        // Whatever another test opened meanwhile, the new pipe's read end takes the old number.
+        if second.readEnd != old {
+          #expect(dup2(second.readEnd, old) == old)
+        }
+        defer { if second.readEnd != old { close(old) } }
+        let b = co_launch { () throws -> String in
+          _ = try co_wait(fd: old, for: .readable, timeout: 2)
+          return "woke"
+        }
+        try co_delay(0.05)
+        var byte: UInt8 = 1
+        _ = write(second.writeEnd, &byte, 1)
+        try a.await()
+        return (try? b.await()) ?? "timed out"
+      }
+      #expect(outcome == "woke")
+    }
+
+    @Test func aWaitOnAReusedNumberIsNeverWokenByTheFileTheNumberNamedBefore() throws {
+      let (oldWaiter, newWaiterFound, leftRegistered) = try runOnLoopLeavingNoDescriptor {
+        () -> (String, [UInt8], Int) in
+        let first = try TestPipe()
+        defer { first.close() }
+        // A second reference to the first pipe's read end keeps its file open (as a forked
+        // child or a dup would), so its registration stays in the epoll set under the number.
+        let keeper = dup(first.readEnd)
+        defer { close(keeper) }
+        let number = first.readEnd
+        let oldWait = co_launch { () -> String in
+          do {
+            _ = try co_wait(fd: number, for: .readable, timeout: 5)
+            return "woken"
+          } catch let error as POSIXError {
+            return "\(error.code)"
+          }
+        }
+        try co_delay(0.01)
+        // The number now names the second pipe's read end; the first pipe's file lives on.
+        let second = try TestPipe()
+        defer { second.close() }
+        #expect(dup2(second.readEnd, number) == number)
+        let newWait = co_launch { () -> [UInt8] in
+          _ = try co_wait(fd: number, for: .readable, timeout: 5)
+          var byte: UInt8 = 0
+          return read(number, &byte, 1) == 1 ? [byte] : []
+        }
+        try co_delay(0.01)
+        // The first pipe's file becomes readable: neither wait may take its event for its own.
+        var byte: UInt8 = 1
+        _ = write(first.writeEnd, &byte, 1)
+        try co_delay(0.05)
+        byte = 2
+        _ = write(second.writeEnd, &byte, 1)
+        let found = try newWait.await()
+        let old = try oldWait.await()
+        return (old, found, CoroutineLoop.current!.poller.waiterCount)
+      }
+      // The old wait's file was closed under it (its number names another file now).
+      #expect(oldWaiter == "\(POSIXErrorCode.EBADF)")
+      #expect(newWaiterFound == [2])
+      #expect(leftRegistered == 0)
+    }
+
     @Test func aRegularFileIsAlwaysReady() throws {
       try runOnLoopLeavingNoDescriptor { () throws in
         let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)

@@ -9,21 +9,40 @@ import Testing
 
 extension IOTests {
   @Suite struct NetworkingArticleTests {
-    @Test func overviewServerAndClient() throws {
-      let reply = try runOnLoopLeavingNoDescriptor { () -> [UInt8] in
-        let listener = try CoTCPListener(host: "127.0.0.1", port: 0)
-        co_launch(detached: true) {
-          while let connection = try? listener.accept() {  // nil once the listener is closed
-            co_launch(detached: true) {
-              defer { connection.close() }
-              while true {
-                let bytes = try connection.read(upTo: 4096)
-                if bytes.isEmpty { return }  // the client closed its side
-                try connection.write(bytes)
-              }
+    /// The overview's server, as the article shows it.
+    @discardableResult
+    static func serve(_ listener: CoTCPListener) -> CoTask<Void> {
+      co_launch(detached: true) {
+        let backoff = CoBackoff.exponential(initial: 0.005, maximum: 1)
+        var failures = 0
+        while true {
+          let connection: CoTCPStream
+          do {
+            connection = try listener.accept()
+            failures = 0
+          } catch let error as POSIXError where error.code == .EMFILE || error.code == .ENFILE {
+            failures += 1  // out of descriptors: wait for some to close, then try again
+            try co_delay(backoff.delay(afterFailure: failures))
+            continue
+          } catch {
+            return  // POSIXError(.EBADF): the listener was closed
+          }
+          co_launch(detached: true) {
+            defer { connection.close() }
+            while true {
+              let bytes = try connection.read(upTo: 65536)
+              if bytes.isEmpty { return }  // the client closed its side
+              try connection.write(bytes)
             }
           }
         }
+      }
+    }
+
+    @Test func overviewServerAndClient() throws {
+      let reply = try runOnLoopLeavingNoDescriptor { () -> [UInt8] in
+        let listener = try CoTCPListener(host: "127.0.0.1", port: 0)
+        Self.serve(listener)
         defer { listener.close() }  // ends the accept loop
 
         let stream = try CoTCPStream.connect(host: "localhost", port: listener.port, timeout: 5)
@@ -33,6 +52,28 @@ extension IOTests {
         return reply
       }
       #expect(reply == Array("ping".utf8))
+    }
+
+    @Test func overviewServerOutOfDescriptorsWaitsAndServesTheNextConnections() throws {
+      let (replies, serverRunning) = try runOnLoopLeavingNoDescriptor { () -> ([[UInt8]], Bool) in
+        let listener = try CoTCPListener(host: "127.0.0.1", port: 0)
+        // Its first four accepts fail as if the process were out of descriptors.
+        listener.failingAcceptsForTesting.store(4, ordering: .relaxed)
+        let server = Self.serve(listener)
+        var replies: [[UInt8]] = []
+        for client in 0..<3 {
+          let stream = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port, timeout: 5)
+          defer { stream.close() }
+          try stream.write([UInt8(client)])
+          replies.append(try stream.read(upTo: 10, timeout: 5))
+        }
+        let serverRunning = server.result == nil
+        listener.close()
+        try server.await()
+        return (replies, serverRunning)
+      }
+      #expect(replies == [[0], [1], [2]])
+      #expect(serverRunning)
     }
 
     @Test func theReactorWaitsForAPipe() throws {

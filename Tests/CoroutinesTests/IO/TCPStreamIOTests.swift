@@ -109,6 +109,31 @@ extension IOTests {
       #expect(accepted.reduce(0, +) == 40)
     }
 
+    @Test func anAcceptOutOfDescriptorsThrowsAndTheListenerStaysUsable() throws {
+      let (errors, reply) = try runOnLoopLeavingNoDescriptor { () -> ([String], [UInt8]) in
+        let listener = try CoTCPListener()
+        defer { listener.close() }
+        listener.failingAcceptsForTesting.store(2, ordering: .relaxed)
+        let client = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+        defer { client.close() }
+        var errors: [String] = []
+        for _ in 0..<2 {
+          do {
+            _ = try listener.accept(timeout: 5)
+          } catch let error as POSIXError {
+            errors.append("\(error.code)")
+          }
+        }
+        let connection = try listener.accept(timeout: 5)
+        defer { connection.close() }
+        try client.write([5])
+        try connection.write(try connection.read(upTo: 10, timeout: 5))
+        return (errors, try client.read(upTo: 10, timeout: 5))
+      }
+      #expect(errors == ["\(POSIXErrorCode.EMFILE)", "\(POSIXErrorCode.EMFILE)"])
+      #expect(reply == [5])
+    }
+
     @Test func aStreamReleasedWithoutCloseClosesItsSocket() throws {
       try runOnLoopLeavingNoDescriptor { () throws in
         let listener = try CoTCPListener()
@@ -172,6 +197,25 @@ extension IOTests {
       }
       #expect(timedOut)
       #expect(afterwards == [42])
+    }
+
+    @Test func aReadUpToAHugeCountReturnsTheBytesThatArrived() throws {
+      let (everything, huge) = try runOnLoopLeavingNoDescriptor { () -> ([UInt8], [UInt8]) in
+        let listener = try CoTCPListener()
+        defer { listener.close() }
+        let server = co_launch { () -> CoTCPStream in try listener.accept() }
+        let stream = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+        defer { stream.close() }
+        let accepted = try server.await()
+        defer { accepted.close() }
+        try accepted.write(Array("hello".utf8))
+        let everything = try stream.read(upTo: .max, timeout: 5)
+        try accepted.write(patternBytes(100_000))
+        let huge = try stream.read(exactly: 100_000, timeout: 5, chunk: 1 << 40)
+        return (everything, huge)
+      }
+      #expect(everything == Array("hello".utf8))
+      #expect(sameBytes(huge, patternBytes(100_000)))
     }
 
     @Test func closeWakesACoroutineBlockedInRead() throws {
