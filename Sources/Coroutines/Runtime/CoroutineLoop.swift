@@ -620,10 +620,18 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   }
 
   /// Asks the poller for ready descriptors without sleeping (the caller notes the time, if it
-  /// has it).
+  /// has it), and puts the coroutines it woke before the jobs already queued.
+  ///
+  /// Queued behind them, a coroutine woken by its descriptor would wait for another slice of
+  /// every coroutine that computes and yields (`co_delay(0)` queues it again at once): a
+  /// socket's wake-up would take the rest of the current slice and a whole one more. A yield
+  /// means "the others first", and the woken are among the others.
   private func pollNow() {
     jobsSincePoll = 0
+    let queued = localJobs.count
     poller.poll(timeout: 0)
+    let woken = localJobs.count &- queued
+    if woken > 0, queued > 0 { localJobs.moveLastToFront(woken) }
   }
 
   /// How many jobs a busy loop runs between two looks at its descriptors.

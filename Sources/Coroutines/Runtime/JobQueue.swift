@@ -59,6 +59,15 @@ struct JobQueue: ~Copyable {
     count &+= 1
   }
 
+  /// Moves the last `count` jobs, in their order, before all the others.
+  mutating func moveLastToFront(_ moving: Int) {
+    for _ in 0..<min(moving, count) {
+      let job = (storage + slot(count &- 1)).move()
+      head = (head &- 1) & (capacity &- 1)
+      (storage + head).initialize(to: job)
+    }
+  }
+
   mutating func popFirst() -> LoopJob? {
     guard count > 0 else { return nil }
     let job = (storage + head).move()

@@ -1,0 +1,34 @@
+import Synchronization
+import Testing
+
+@testable import Coroutines
+
+/// The loop's ring of jobs: first in, first out, and jobs moved from its end to its front keep
+/// their order (the coroutines a busy loop's look at its descriptors woke).
+@Suite struct JobQueueTests {
+  @Test(arguments: [(5, 2), (5, 5), (3, 0), (20, 7), (0, 3)])
+  func movingTheLastJobsToTheFrontKeepsTheirOrder(queued: Int, moved: Int) {
+    // Started at several ring positions, so that the move wraps around the storage's start.
+    for offset in 0..<17 {
+      let recorder = Recorder()
+      var queue = JobQueue()
+      for _ in 0..<offset { queue.append(.closure {}) }
+      for _ in 0..<offset { _ = queue.popFirst() }
+      for number in 0..<queued { queue.append(.closure { recorder.record(number) }) }
+      queue.moveLastToFront(moved)
+      while let job = queue.popFirst() {
+        if case .closure(let body) = job { body() }
+      }
+      let moving = min(moved, queued)
+      let expected = Array((queued - moving)..<queued) + Array(0..<(queued - moving))
+      #expect(recorder.numbers == expected, "at ring offset \(offset)")
+    }
+  }
+}
+
+/// Where one case's jobs write their numbers.
+private final class Recorder: Sendable {
+  private let recorded = Mutex<[Int]>([])
+  func record(_ number: Int) { recorded.withLock { $0.append(number) } }
+  var numbers: [Int] { recorded.withLock { $0 } }
+}
