@@ -13,6 +13,12 @@ import Testing
     #expect(ExamplesCommand.parse(["image", "feed"], known: names) == .run(["image", "feed"]))
   }
 
+  @Test func namesAreMatchedWhateverTheirCase() {
+    #expect(ExamplesCommand.parse(["Image", "FEED"], known: names) == .run(["image", "feed"]))
+    #expect(ExamplesCommand.parse(["Feed", "--live"], known: names) == .run(["feed"], live: true))
+    #expect(ExamplesCommand.parse(["Nope"], known: names) == .unknown("Nope"))
+  }
+
   @Test func liveAsksForTheLiveVariants() {
     #expect(ExamplesCommand.parse(["feed", "--live"], known: names) == .run(["feed"], live: true))
     #expect(ExamplesCommand.parse(["--live"], known: names) == .run(names, live: true))

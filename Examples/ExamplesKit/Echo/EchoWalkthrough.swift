@@ -146,8 +146,8 @@ public enum EchoWalkthrough {
     narrator.show(String(format: "  requests per second  %.0f", report.requestsPerSecond))
     narrator.show(
       String(
-        format: "  round trip          p50 %.0f µs, p99 %.0f µs", report.p50Microseconds,
-        report.p99Microseconds))
+        format: "  round trip          p50 %.1f ms, p99 %.1f ms", report.p50Microseconds / 1000,
+        report.p99Microseconds / 1000))
     let atOnce = clientsAtOnce(configuration)
     narrator.show(
       "  (\(atOnce == configuration.clients ? "all \(atOnce)" : "\(atOnce)") clients are in "

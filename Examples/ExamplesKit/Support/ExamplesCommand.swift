@@ -29,8 +29,14 @@ public enum ExamplesCommand {
     if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) { return .help }
     if arguments.contains("--version") { return .version }
     let live = arguments.contains("--live")
-    let names = arguments.filter { $0 != "--live" }
-    if let bad = names.first(where: { !known.contains($0) }) { return .unknown(bad) }
+    // A name is matched whatever its case (`Echo` runs `echo`), and reported as typed.
+    var names: [String] = []
+    for argument in arguments where argument != "--live" {
+      guard let name = known.first(where: { $0.lowercased() == argument.lowercased() }) else {
+        return .unknown(argument)
+      }
+      names.append(name)
+    }
     return .run(names.isEmpty ? known : names, live: live)
   }
 
