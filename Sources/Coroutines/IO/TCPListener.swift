@@ -64,13 +64,13 @@ public final class CoTCPListener: Sendable {
   /// Waits for the next connection and returns it as a stream (non-blocking, close-on-exec,
   /// `TCP_NODELAY` on).
   ///
-  /// - Parameter timeout: Seconds to wait at most; past it ``CoroutineError/timedOut`` is
-  ///   thrown and the listener stays usable.
   /// Out of descriptors, the call throws `POSIXError(.EMFILE)` at once and the connection
   /// stays in the backlog; the listener stays usable. Calling again at once would fail again
   /// until a descriptor is closed: wait a little first (see "Running out of descriptors" in
   /// the Networking article).
   ///
+  /// - Parameter timeout: Seconds to wait at most; past it ``CoroutineError/timedOut`` is
+  ///   thrown and the listener stays usable.
   /// - Throws: `POSIXError` (`.EBADF` once closed, `.EMFILE` out of descriptors, …),
   ///   ``CoroutineError/timedOut``, `CancellationError`, ``CoroutineError/notInCoroutine``
   ///   outside a coroutine (unless a connection is already waiting).

@@ -167,16 +167,14 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// group stops the program with a message, as does a job from anywhere once the loop has
   /// ended: it could never run.
   public func schedule(_ job: @escaping @Sendable () -> Void) {
-    if isCurrent { return localJobs.append(.closure(job)) }
-    coPrecondition(!refusesOutsideWork, Self.refusedFromOutside("CoroutineLoop.schedule(_:)"))
-    guard enqueueFromElsewhere(.closure(job)) else {
-      coStop(Self.refusedAfterEnd("CoroutineLoop.schedule(_:)"))
-    }
+    if offer(job) { return }
+    let call = "CoroutineLoop.schedule(_:)"
+    coStop(refusesOutsideWork ? Self.refusedFromOutside(call) : Self.refusedAfterEnd(call))
   }
 
-  /// ``schedule(_:)`` for deliveries asked for before a group's shutdown (a channel's waiting
-  /// future or callback): false, queueing nothing, where `schedule` would stop, so that the
-  /// caller can settle or drop what it delivers instead.
+  /// ``schedule(_:)`` without the stop: false, queueing nothing, where `schedule` would stop.
+  /// For deliveries asked for before a group's shutdown (a channel's waiting future or
+  /// callback), which the caller then settles or drops instead.
   func offer(_ job: @escaping @Sendable () -> Void) -> Bool {
     if isCurrent {
       localJobs.append(.closure(job))

@@ -123,25 +123,18 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   /// After ``shutdown()`` only the group's own threads may schedule jobs; a job from elsewhere
   /// stops the program with a message, as it could never run.
   public func schedule(_ job: @escaping @Sendable () -> Void) {
-    if let loop = currentLoop {
-      loop._withUnsafeGuaranteedRef { $0.schedule(job) }
-      return
-    }
-    // From outside, the job counts as a coroutine of the group until it has run, so that a
-    // shutdown racing with it waits for it rather than ending the loop it was queued on.
-    coroutineCreated()
-    checkOpen(from: "CoroutineLoopGroup.schedule(_:)")
-    next().scheduleAdmitted { [self] in
-      job()
-      coroutineFinished()
+    guard offer(job) else {
+      coStop(Self.refusedFromOutside("CoroutineLoopGroup.schedule(_:)"))
     }
   }
 
-  /// ``schedule(_:)`` for deliveries asked for before the shutdown (see
-  /// `CoroutineLoop.offer(_:)`): false, queueing nothing, where `schedule` would stop.
+  /// ``schedule(_:)`` without the stop: false, queueing nothing, where `schedule` would stop
+  /// (see `CoroutineLoop.offer(_:)`).
   func offer(_ job: @escaping @Sendable () -> Void) -> Bool {
     if let loop = currentLoop { return loop._withUnsafeGuaranteedRef { $0.offer(job) } }
-    // Counted before the look, as `schedule(_:)` counts before its check.
+    // From outside, the job counts as a coroutine of the group until it has run, so that a
+    // shutdown racing with it waits for it rather than ending the loop it was queued on;
+    // counted before the look at the shutdown, which a loop about to end makes after it.
     coroutineCreated()
     guard !isShutDown.load(ordering: .sequentiallyConsistent) else {
       coroutineFinished()
@@ -167,8 +160,12 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
 
   private func checkOpen(from call: StaticString) {
     coPrecondition(
-      !isShutDown.load(ordering: .acquiring) || isCurrent,
-      "\(call): the group was shut down; its loops take no work from outside")
+      !isShutDown.load(ordering: .acquiring) || isCurrent, Self.refusedFromOutside(call))
+  }
+
+  /// What work sent from outside to a shut-down group stops with, naming `call`.
+  private static func refusedFromOutside(_ call: StaticString) -> String {
+    "\(call): the group was shut down; its loops take no work from outside"
   }
 
   /// Queues the first run of `coroutine`, launched on the group: on its loop, or not at all if

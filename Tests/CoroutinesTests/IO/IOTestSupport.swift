@@ -145,6 +145,17 @@ func startServer(
   }
 }
 
+/// A connection over loopback, from inside a coroutine: the client's stream and the one its
+/// listener accepted. The listener is closed before this returns; the caller closes both
+/// streams.
+func connectedStreams() throws -> (client: CoTCPStream, accepted: CoTCPStream) {
+  let listener = try CoTCPListener()
+  defer { listener.close() }
+  let server = co_launch { () -> CoTCPStream in try listener.accept() }
+  let client = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+  return (client, try server.await())
+}
+
 /// Echoes what it reads until the end of the stream.
 func echo(_ connection: CoTCPStream) throws {
   var buffer = [UInt8](repeating: 0, count: 16384)

@@ -61,12 +61,8 @@ extension IOTests {
       let group = CoroutineLoopGroup(threads: 2)
       defer { group.shutdown() }
       let (sets, received) = try runOnLoopLeavingNoDescriptor { () -> (Int, [UInt8]) in
-        let listener = try CoTCPListener()
-        defer { listener.close() }
-        let server = co_launch { () -> CoTCPStream in try listener.accept() }
-        let stream = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+        let (stream, peer) = try connectedStreams()
         defer { stream.close() }
-        let peer = try server.await()
         defer { peer.close() }
         var received: [UInt8] = []
         // A read on each loop in turn, each waiting in its loop's poller first.
@@ -151,12 +147,8 @@ extension IOTests {
       let group = CoroutineLoopGroup(threads: 2)
       defer { group.shutdown() }
       let (sets, reply, wrote) = try runOnLoopLeavingNoDescriptor { () -> (Int, [UInt8], Bool) in
-        let listener = try CoTCPListener()
-        defer { listener.close() }
-        let server = co_launch { () -> CoTCPStream in try listener.accept() }
-        let stream = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+        let (stream, peer) = try connectedStreams()
         defer { stream.close() }
-        let peer = try server.await()
         defer { peer.close() }
         // A reader parked on one loop, then a writer whose socket buffer is full on the other.
         let reader = co_launch(on: group.loops[0]) { () -> [UInt8] in

@@ -25,12 +25,8 @@ extension IOTests {
 
     @Test func cancellingACoroutineBlockedInReadThrowsCancellation() throws {
       let outcome = try runOnLoopLeavingNoDescriptor { () -> String in
-        let listener = try CoTCPListener()
-        defer { listener.close() }
-        let server = co_launch { () -> CoTCPStream in try listener.accept() }
-        let stream = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+        let (stream, accepted) = try connectedStreams()
         defer { stream.close() }
-        let accepted = try server.await()
         defer { accepted.close() }
         let reader = co_launch { _ = try stream.read(upTo: 10) }
         try co_delay(0.005)

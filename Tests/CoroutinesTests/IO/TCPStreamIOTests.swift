@@ -201,12 +201,8 @@ extension IOTests {
 
     @Test func aReadUpToAHugeCountReturnsTheBytesThatArrived() throws {
       let (everything, huge) = try runOnLoopLeavingNoDescriptor { () -> ([UInt8], [UInt8]) in
-        let listener = try CoTCPListener()
-        defer { listener.close() }
-        let server = co_launch { () -> CoTCPStream in try listener.accept() }
-        let stream = try CoTCPStream.connect(host: "127.0.0.1", port: listener.port)
+        let (stream, accepted) = try connectedStreams()
         defer { stream.close() }
-        let accepted = try server.await()
         defer { accepted.close() }
         try accepted.write(Array("hello".utf8))
         let everything = try stream.read(upTo: .max, timeout: 5)
