@@ -56,8 +56,10 @@ bench:
 format:
 	$(SWIFT) format format --in-place --recursive $(SOURCES)
 
+# Formatting, and the floors of Sources/Coroutines only looking down (Scripts/check-floors.py).
 lint:
 	$(SWIFT) format lint --strict --recursive $(SOURCES)
+	python3 Scripts/check-floors.py
 
 # The Swift Testing suite under AddressSanitizer and ThreadSanitizer, once per context-switch
 # backend. Each sanitizer builds in its own scratch path so the builds never invalidate each

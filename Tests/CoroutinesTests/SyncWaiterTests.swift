@@ -16,7 +16,7 @@ import Testing
       var address = list.storageAddressForTesting
       var moved = 0
       for _ in 0..<grants {
-        list.append(ClaimedWait(running))
+        list.append(ClaimedCoroutine(running))
         let now = list.storageAddressForTesting
         if now != address { moved += 1 }
         address = now

@@ -1,84 +1,6 @@
 import CUContext
 
-/// Ends one wait of one coroutine: the first `resume` wins, later ones are ignored, and a
-/// resumer dropped without resuming unwinds the coroutine with `CancellationError` instead of
-/// leaving it parked forever.
-///
-/// `@usableFromInline`, with the awaiting path `@inlinable`, so that a caller's `co_await` is
-/// specialised for its `T`: unspecialised, each wait looked up the generic metadata of
-/// `CoroutineResumer<T>`, `Result<T, any Error>` and its optional in the runtime's hash tables.
-@usableFromInline
-final class CoroutineResumer<T>: @unchecked Sendable {  // `Coroutine.claim` makes writes exclusive
-  @usableFromInline let coroutine: Coroutine
-  @usableFromInline let generation: UInt64
-  @usableFromInline let slot: UnsafeMutablePointer<Result<T, any Error>?>
-
-  @inlinable
-  init(coroutine: Coroutine, generation: UInt64, slot: UnsafeMutablePointer<Result<T, any Error>?>)
-  {
-    self.coroutine = coroutine
-    self.generation = generation
-    self.slot = slot
-  }
-
-  /// Delivers `result` and wakes the coroutine, if this wait has not ended yet.
-  @inlinable
-  func resume(_ result: Result<T, any Error>) {
-    coroutine.deliver(result, to: slot, endingWait: generation)
-  }
-
-  deinit {
-    coroutine.endWaitUnanswered(generation)
-  }
-}
-
 extension Coroutine {
-  /// Ends the wait of `generation` with `result` and wakes the coroutine, if that wait has not
-  /// ended yet. The result goes to `slot`; with `inRecord`, for a wait that `waitForDelivery`
-  /// reads back, a value that fits in a word goes into the record's `deliveredWord` instead, so
-  /// that the woken coroutine finds it on the line the wake-up brought back to its core.
-  @inlinable @discardableResult
-  func deliver<T>(
-    _ result: Result<T, any Error>, to slot: UnsafeMutablePointer<Result<T, any Error>?>,
-    endingWait generation: UInt64, inRecord: Bool = false
-  ) -> Bool {
-    guard claim(generation) else { return false }
-    if inRecord, case .success(let value) = result, CoFuture<T>.valueFitsInWord {
-      withUnsafeMutableBytes(of: &deliveredWord) { $0.storeBytes(of: value, as: T.self) }
-      wordDelivered = true
-    } else {
-      // Initialized over the nil the slot holds until now, which needs no destroying: an
-      // assignment destroyed it through the optional's value witness, a cost in debug builds.
-      slot.initialize(to: result)
-    }
-    wake()
-    return true
-  }
-
-  /// Ends the wait of `generation`, if it has not ended yet, leaving its slot empty: the
-  /// coroutine throws `CancellationError`. For whoever was to answer it and never will.
-  @usableFromInline
-  func endWaitUnanswered(_ generation: UInt64) {
-    if claim(generation) { wake() }
-  }
-}
-
-extension Coroutine {
-  /// Suspends this coroutine until `register`'s resumer is called (or cancellation ends the
-  /// wait), then returns the delivered value or throws the delivered error.
-  ///
-  /// Must run on this coroutine's own stack. The result is written straight into this frame,
-  /// so a wait allocates only the resumer — except on a shared stack, where another coroutine
-  /// may be using these addresses when the resumer writes, so the result waits on the heap.
-  @inlinable @inline(__always)
-  func suspend<T>(_ register: (CoroutineResumer<T>) -> Void) throws -> T {
-    let delivered = try waitForDelivery { generation, slot in
-      register(CoroutineResumer(coroutine: self, generation: generation, slot: slot))
-    }
-    guard let delivered else { throw CancellationError() }
-    return try delivered.get()
-  }
-
   /// Suspends this coroutine until `future` settles (or cancellation ends the wait), then
   /// returns its value or throws its error. The future tells the coroutine itself, with no
   /// resumer between them (see `CoFuture.Observer.waiter`).
@@ -94,49 +16,6 @@ extension Coroutine {
     // resumes.
     Unmanaged.passUnretained(self).release()
     return try delivered.get()
-  }
-
-  /// Arms a wait, lets `register` hand its generation and result slot to whoever will end
-  /// it (with `deliver(_:to:endingWait:inRecord:)` or `endWaitUnanswered(_:)`), and parks until it
-  /// ends; returns what was delivered, or nil when the wait ended without a result
-  /// (cancellation, or a waker that went away).
-  @inlinable @inline(__always)
-  func waitForDelivery<T>(
-    _ register: (UInt64, UnsafeMutablePointer<Result<T, any Error>?>) -> Void
-  ) throws -> Result<T, any Error>? {
-    if isCancelled { throw CancellationError() }
-    let delivered: Result<T, any Error>?
-    if usesSharedStack {
-      let slot = UnsafeMutablePointer<Result<T, any Error>?>.allocate(capacity: 1)
-      slot.initialize(to: nil)
-      wait(into: slot, register)
-      delivered = slot.move()
-      slot.deallocate()
-    } else {
-      var inFrame: Result<T, any Error>? = nil
-      withUnsafeMutablePointer(to: &inFrame) { wait(into: $0, register) }
-      delivered = inFrame
-    }
-    if CoFuture<T>.valueFitsInWord, wordDelivered {
-      wordDelivered = false
-      return .success(withUnsafeBytes(of: deliveredWord) { $0.load(as: T.self) })
-    }
-    return delivered
-  }
-
-  /// Arms a wait whose result goes to `slot`, hands its generation and `slot` to `register`
-  /// and parks until the wait ends. Only the waker that wins the wait writes `slot`, before it
-  /// wakes the coroutine.
-  @inlinable @inline(__always)
-  func wait<T>(
-    into slot: UnsafeMutablePointer<Result<T, any Error>?>,
-    _ register: (UInt64, UnsafeMutablePointer<Result<T, any Error>?>) -> Void
-  ) {
-    let generation = armWait()
-    register(generation, slot)
-    endWaitIfCancelled(generation)
-    // Parks from the caller's own frame (see "Switching" in Coroutine.swift).
-    if let fiber = fiberToPark() { cu_fiber_suspend(fiber) }
   }
 }
 

@@ -63,10 +63,7 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
 
   /// True when a `T` is kept in `futureWord` itself rather than in a box.
   @inlinable
-  static var valueFitsInWord: Bool {
-    _isPOD(T.self) && MemoryLayout<T>.size <= MemoryLayout<UInt>.size
-      && MemoryLayout<T>.alignment <= MemoryLayout<UInt>.alignment
-  }
+  static var valueFitsInWord: Bool { fitsInWord(T.self) }
 
   /// Writes `result` into the outcome's storage without publishing it (`futureState` is left
   /// alone). Only on a pending future, inside `futureLock` or by the future's only writer.

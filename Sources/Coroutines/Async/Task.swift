@@ -266,30 +266,6 @@ struct ChildLink {
   var isEmpty: Bool { withUnsafeBytes(of: self) { $0.load(as: UInt.self) == 0 } }
 }
 
-/// A task as its parent and children see it, whatever its value type.
-@usableFromInline
-protocol TaskNode: AnyObject, Sendable {
-  /// Cancels the task's coroutine and its children.
-  func cancel()
-  /// Records `child`; false if this task's children were already cancelled (the caller then
-  /// cancels the child).
-  func adopt(_ child: any TaskNode) -> Bool
-  /// Tells the task that a child has settled. If that completes the task, returns its parent,
-  /// which the caller tells next (see `CoTask.leaveParent()`).
-  func childFinished(_ child: any TaskNode) -> (any TaskNode)?
-  /// Cancels the task's own coroutine and returns the children still to cancel (see
-  /// `cancelTree(from:)`).
-  func cancelOwnCoroutine() -> [any TaskNode]
-  /// Publishes why the task's coroutine could not start (see `Coroutine.launchAttached()`).
-  func failedToStart(_ error: CoroutineError)
-  /// Takes `child` out of the list of children, if it is in it.
-  func removeChild(_ child: any TaskNode)
-  /// The task's place in its parent's list of children, touched only under the parent's lock.
-  var indexInParent: Int { get set }
-  /// The unhandled-error handler that children inherit.
-  var unhandledErrorHandler: HandlerBox? { get }
-}
-
 extension CoTask: TaskNode {
   @usableFromInline
   func adopt(_ child: any TaskNode) -> Bool {

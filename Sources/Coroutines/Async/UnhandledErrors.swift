@@ -108,10 +108,3 @@ public enum CoUnhandledErrors {
     return key
   }()
 }
-
-/// A handler in a class, so it is passed by reference and never re-wrapped.
-@usableFromInline
-final class HandlerBox: Sendable {
-  let handler: CoUnhandledErrors.Handler
-  init(_ handler: @escaping CoUnhandledErrors.Handler) { self.handler = handler }
-}

@@ -5,7 +5,7 @@ import CUContext
 /// coroutines), and suspends the calling coroutine when it must wait.
 @usableFromInline
 final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched under `lock`
-  @usableFromInline let lock = ChannelLock()
+  @usableFromInline let lock = ShortLock()
   // Unchecked: only touched under `lock`, and no access spans a suspension (the state machine
   // decides, then the lock is dropped before anyone waits or is woken).
   @usableFromInline @exclusivity(unchecked) var state: ChannelStateMachine<T>

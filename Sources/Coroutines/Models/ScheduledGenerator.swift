@@ -9,7 +9,7 @@ final class ScheduledGenerator<T>: GeneratorEngine, @unchecked Sendable {
   private let name: String?
   private let stackSize: Int?
   private let body: (CoYield<T>) throws -> Void
-  private let lock = ChannelLock()
+  private let lock = ShortLock()
   private var state = ScheduledGeneratorState<T>()
   private let completion = CoPromise<Void>()
 

@@ -191,10 +191,10 @@ public final class CoSelect<R> {
 
   /// Each channel's lock once, in address order, so two selects over the same channels never
   /// wait for each other's locks.
-  private func distinctLocks() -> [ChannelLock] {
+  private func distinctLocks() -> [ShortLock] {
     var locks = cases.map(\.lock)
     locks.sort { ObjectIdentifier($0) < ObjectIdentifier($1) }
-    var distinct: [ChannelLock] = []
+    var distinct: [ShortLock] = []
     for lock in locks where distinct.last !== lock { distinct.append(lock) }
     return distinct
   }

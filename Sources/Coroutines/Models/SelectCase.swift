@@ -7,7 +7,7 @@ protocol SelectCase<Result>: AnyObject {
   associatedtype Result
 
   /// The lock of the case's channel.
-  var lock: ChannelLock { get }
+  var lock: ShortLock { get }
 
   /// Performs the operation if it can complete now (the caller holds ``lock``); returns the
   /// waiter to wake, if any, or nil when the case is not ready.
@@ -46,7 +46,7 @@ final class SelectReceive<T, Result>: SelectCase {
     self.handler = handler
   }
 
-  var lock: ChannelLock { storage.lock }
+  var lock: ShortLock { storage.lock }
 
   func attempt() -> ClaimedWait?? {
     switch storage.receiveHoldingLock() {
@@ -110,7 +110,7 @@ final class SelectSend<T, Result>: SelectCase {
     self.handler = handler
   }
 
-  var lock: ChannelLock { storage.lock }
+  var lock: ShortLock { storage.lock }
 
   func attempt() -> ClaimedWait?? {
     switch storage.sendHoldingLock(value) {

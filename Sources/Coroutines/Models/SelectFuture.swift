@@ -6,7 +6,7 @@
 /// another case won it), and is told at once when the future settles, never left for a
 /// callback running on the selecting coroutine to finish.
 final class SelectFuture<T, Result>: SelectCase {
-  let lock = ChannelLock()
+  let lock = ShortLock()
   private let future: CoFuture<T>
   private let handler: (T) throws -> Result
   /// Where the resumer writes the outcome when it wins; read by the selecting coroutine after

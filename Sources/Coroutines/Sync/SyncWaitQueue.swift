@@ -28,7 +28,7 @@ enum SyncWaitOutcome {
 final class SyncWaitQueue: @unchecked Sendable {  // `waiters` and each user's state: under `lock`
   /// `cu_lock`, one word: a coroutine may move threads while the primitive is in use, and
   /// `Synchronization.Mutex` on Linux caches a thread's id in a way a moving coroutine upsets.
-  @usableFromInline let lock = ChannelLock()
+  @usableFromInline let lock = ShortLock()
   // Unchecked exclusivity: touched only under `lock`, by accesses that call nothing.
   @exclusivity(unchecked) private var waiters = WaiterQueue<SyncWaiter>()
 
@@ -42,10 +42,13 @@ final class SyncWaitQueue: @unchecked Sendable {  // `waiters` and each user's s
   /// Takes the first waiter out and claims its wait for a grant; nil if the queue is empty.
   /// `.some(nil)`: the first waiter was leaving (a timer or a cancellation ended its wait) and
   /// takes nothing. Under the lock.
-  func grantFirstWaiter() -> ClaimedWait?? {
+  func grantFirstWaiter() -> ClaimedCoroutine?? {
     guard let waiter = waiters.popFirst() else { return nil }
     let coroutine = waiter.pointee.coroutine
-    guard let claimed = claimWait(coroutine, waiter.pointee.generation) else { return .some(nil) }
+    guard let claimed = ClaimedCoroutine.claim(coroutine, generation: waiter.pointee.generation)
+    else {
+      return .some(nil)
+    }
     waiter.pointee.granted = true
     return claimed
   }

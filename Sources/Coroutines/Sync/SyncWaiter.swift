@@ -42,11 +42,11 @@ struct SyncWaiter: QueuedWaiter {
 /// takes to move them out: the array grows in place, by doubling, never copied per append.
 @usableFromInline
 struct SyncWakeList {
-  private var first: ClaimedWait?
+  private var first: ClaimedCoroutine?
   /// Optional rather than empty: releasing even an empty array was a call per hand-over.
-  private var rest: [ClaimedWait]?
+  private var rest: [ClaimedCoroutine]?
 
-  mutating func append(_ claimed: ClaimedWait) {
+  mutating func append(_ claimed: ClaimedCoroutine) {
     if first == nil {
       first = claimed
     } else if rest == nil {

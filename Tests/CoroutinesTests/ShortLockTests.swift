@@ -4,15 +4,15 @@ import Testing
 
 @testable import Coroutines
 
-/// `ChannelLock` is the one-word lock under every channel and `co_select`: it must exclude, and
+/// `ShortLock` is the one-word lock under every channel and `co_select`: it must exclude, and
 /// a thread that found it held must get it once it is released, however long it slept.
-@Suite struct ChannelLockTests {
+@Suite struct ShortLockTests {
   final class Counter: @unchecked Sendable {  // guarded by the lock under test
     var value = 0
   }
 
   @Test func excludesAcrossThreads() {
-    let lock = ChannelLock()
+    let lock = ShortLock()
     let counter = Counter()
     let threads = 4
     let rounds = 50_000
@@ -27,7 +27,7 @@ import Testing
   }
 
   @Test func aWaiterThatFellAsleepGetsTheLockWhenItIsReleased() {
-    let lock = ChannelLock()
+    let lock = ShortLock()
     let counter = Counter()
     let waiterArrived = DispatchSemaphore(value: 0)
     let waiterDone = DispatchSemaphore(value: 0)

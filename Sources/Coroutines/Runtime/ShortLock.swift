@@ -1,14 +1,15 @@
 import CUContext
 import Glibc
 
-/// A mutex with separate `lock()` and `unlock()`, because `co_select` must hold the locks of
-/// several channels at once, always taken in the same (address) order.
+/// A mutex for short critical sections, with separate `lock()` and `unlock()`, because
+/// `co_select` must hold the locks of several channels at once, always taken in the same
+/// (address) order. Channels, generators and the coroutine-aware locks' wait queues use it.
 ///
 /// It is `cu_lock`, one word taken and released inline with one atomic instruction each, since
 /// every channel operation and every generator hand-over takes it. ThreadSanitizer builds use a
 /// pthread mutex instead, which TSan intercepts (see `SanitizerMutex`).
 @usableFromInline
-final class ChannelLock: @unchecked Sendable {  // cu_lock (or a pthread mutex) synchronises it
+final class ShortLock: @unchecked Sendable {  // cu_lock (or a pthread mutex) synchronises it
   #if COROUTINES_TSAN
     @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 

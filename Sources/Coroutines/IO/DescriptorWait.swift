@@ -130,16 +130,6 @@ private func readyNow(_ fd: Int32, _ events: CoIOEvents) throws -> CoIOEvents {
 }
 
 extension CoroutineLoop {
-  /// The loop that coroutines of other schedulers wait for descriptors in: it runs on a thread
-  /// of its own from its first use to the end of the process.
-  static let sharedPoller: CoroutineLoop = {
-    let loop = CoroutineLoop(keepsRunning: true)
-    let thread = Thread { loop.run() }
-    thread.name = "coroutines.poller"
-    thread.start()
-    return loop
-  }()
-
   /// Parks `coroutine`, running on this loop's thread, until `fd` is ready, the timeout (on
   /// `timers`' clock) passes, the coroutine is cancelled or `owner` is closed; then unregisters
   /// whatever is left. Throws `WaitsElsewhere` when `owner`'s waits belong to another loop.
