@@ -193,7 +193,7 @@ public func co_delay(_ seconds: Double) throws {
   guard seconds <= 0 else { return try delayOnClock(seconds) }
   // Nothing to wait for: just let the jobs already queued run, with no timer at all. Inlined,
   // so that the coroutine switches out from its caller's frame (see "Switching" in
-  // Coroutine.swift).
+  // Coroutine+Switch.swift).
   let running = try Coroutine.fiberToYieldCurrent()
   cu_fiber_suspend(running.fiber)
   if running.coroutine._withUnsafeGuaranteedRef({ $0.isCancelled }) { throw CancellationError() }

@@ -215,7 +215,7 @@ final class InlineGenerator<T>: GeneratorEngine, @unchecked Sendable {
 
   /// Runs the producer until it yields, suspends or finishes. Once it has started, the switch
   /// is made from here, inlined into the caller of `next()`, so that no frame spans it (see
-  /// "Switching" in Coroutine.swift).
+  /// "Switching" in Coroutine+Switch.swift).
   @inlinable @inline(__always)
   func runProducer() {
     guard let coroutine = running else { return }

@@ -474,7 +474,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
       // The jobs queued at the start of this turn; jobs they queue wait for the next turn, so
       // timers and other threads' jobs are never starved. Written here rather than called:
       // a frame of its own would span the switches of the jobs it runs, and its return, once
-      // per turn, would be mispredicted (see "Switching" in Coroutine.swift); marked
+      // per turn, would be mispredicted (see "Switching" in Coroutine+Switch.swift); marked
       // `@inline(__always)`, the function was still compiled out of line once the loop grew,
       // and a `co_delay(0)` round trip took a third longer.
       var remaining = localJobs.count

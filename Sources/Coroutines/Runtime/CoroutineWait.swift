@@ -118,7 +118,7 @@ extension Coroutine {
     let generation = armWait()
     register(generation, slot)
     endWaitIfCancelled(generation)
-    // Parks from the caller's own frame (see "Switching" in Coroutine.swift).
+    // Parks from the caller's own frame (see "Switching" in Coroutine+Switch.swift).
     if let fiber = fiberToPark() { cu_fiber_suspend(fiber) }
   }
 }

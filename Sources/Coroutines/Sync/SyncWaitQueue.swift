@@ -86,7 +86,7 @@ final class SyncWaitQueue: @unchecked Sendable {  // `waiters` and each user's s
   /// Inlined, with the waiter in the caller's frame, and the switch made from that frame: the
   /// bookkeeping happens in calls that return before the switch or start after it, because
   /// every frame that spans a switch returns mispredicted afterwards (see "Switching" in
-  /// Coroutine.swift), which cost a hand-over about a tenth of its time.
+  /// Coroutine+Switch.swift), which cost a hand-over about a tenth of its time.
   @inlinable @inline(__always)
   func park(
     _ coroutine: Coroutine, weight: Int, timeout: Double?, cancellable: Bool = true,

@@ -1,0 +1,149 @@
+import CUContext
+
+/// A coroutine's waits: arming one, parking until a waker claims it, waking, cancelling, and
+/// the sleeps of `co_delay` in its loop's timers.
+extension Coroutine {
+  // MARK: Waiting (called on the coroutine's own stack)
+
+  /// Arms a new wait and returns its generation; a waker holding it may wake the coroutine once.
+  @usableFromInline
+  func armWait() -> UInt64 {
+    let generation = (waitWord.load(ordering: .relaxed) >> 1) &+ 1
+    // Sequentially consistent, like `cancel()`: of the arm here and the flag there, at least
+    // one side sees the other (see `endWaitIfCancelled`).
+    waitWord.store(generation << 1 | 1, ordering: .sequentiallyConsistent)
+    return generation
+  }
+
+  /// Ends the armed wait with cancellation if `cancel()` ran before it could see the wait.
+  /// Without this, a cancel landing between the caller's cancellation check and `armWait()`
+  /// would find nothing to wake, and the coroutine would sleep through it.
+  @usableFromInline
+  func endWaitIfCancelled(_ generation: UInt64) {
+    if cancelled.load(ordering: .sequentiallyConsistent), claim(generation) { wake() }
+  }
+
+  /// Switches out until the armed wait is claimed and woken; returns at once if it already was.
+  func park() {
+    if let fiber = fiberToPark() { cu_fiber_suspend(fiber) }
+  }
+
+  /// `park()` up to its switch: the fiber to suspend, or nil if the wait was already woken.
+  /// Inlinable callers suspend it themselves (see "Switching").
+  @usableFromInline
+  func fiberToPark() -> OpaquePointer? {
+    // Only a waker's `running → wokenEarly` can have changed the state, and nothing changes it
+    // back but this thread: a plain load decides, and most parks skip the locked instruction,
+    // which right after a switch into a cold coroutine waited for that switch's stores. A wake
+    // that lands after the load is caught by the compare-and-swap in `switchedBack`.
+    if state.load(ordering: .acquiring) == .wokenEarly, compareAndSwap(.wokenEarly, .running) {
+      return nil
+    }
+    exit = .park
+    return fiber!
+  }
+
+  /// True while the wait of `generation` is armed and unclaimed.
+  func isWaiting(_ generation: UInt64) -> Bool {
+    waitWord.load(ordering: .acquiring) == generation << 1 | 1
+  }
+
+  /// Sleeps `delay` nanoseconds in its loop's timer heap (see `sleep(on:nanoseconds:)`) when it
+  /// resumes on a loop and runs on that loop's thread now; false, without waiting, otherwise.
+  /// Reads the loop unretained: the loop outlives the coroutines it runs.
+  func sleepOnCurrentLoop(nanoseconds delay: UInt64) throws(CancellationError) -> Bool {
+    guard let loop, loop._withUnsafeGuaranteedRef({ $0.isCurrent }) else { return false }
+    // Not `takeUnretainedValue()`: the strong reference it makes cost a retain and a release
+    // of the loop on every timed `co_delay`.
+    let cancelled = loop._withUnsafeGuaranteedRef { loop -> Bool in
+      do throws(CancellationError) {
+        try sleep(on: loop, nanoseconds: delay)
+        return false
+      } catch {
+        return true
+      }
+    }
+    if cancelled { throw CancellationError() }
+    return true
+  }
+
+  /// Sleeps `delay` nanoseconds in `loop`'s timer heap without allocating: the loop wakes the
+  /// coroutine itself. Must run on this coroutine's stack, on the loop's thread.
+  func sleep(on loop: CoroutineLoop, nanoseconds delay: UInt64) throws(CancellationError) {
+    if isCancelled { throw CancellationError() }
+    sleepRang = false
+    pinned {
+      let generation = armWait()
+      loop.addSleep(self, generation: generation, nanoseconds: delay)
+      endWaitIfCancelled(generation)
+      park()
+    }
+    if !sleepRang {
+      loop.sleepEndedEarly()
+      throw CancellationError()
+    }
+  }
+
+  /// Ends a `co_delay` sleep at its deadline, after the loop claimed its wait.
+  func wakeFromSleep() {
+    sleepRang = true
+    wake()
+  }
+
+  /// Spins, before parking until `answered()` is true, while the loop running the coroutine
+  /// has nothing else to do (see `CoroutineLoop.spinForAnswer`); stops early on cancellation.
+  /// The caller looks at its answer again afterwards.
+  @usableFromInline
+  func spinForAnswer(_ answered: () -> Bool) {
+    guard let loop = loopRunningHereUnretained else { return }
+    loop._withUnsafeGuaranteedRef { $0.spinForAnswer { answered() || isCancelled } }
+  }
+
+  // MARK: Waking (any thread)
+
+  /// Claims the wait of `generation`; only one claim per wait succeeds.
+  @usableFromInline
+  func claim(_ generation: UInt64) -> Bool {
+    // A plain load first: most late claims (a resumer released after its wait ended) fail,
+    // and a failing compare-and-swap still costs a locked instruction.
+    guard waitWord.load(ordering: .relaxed) == generation << 1 | 1 else { return false }
+    return waitWord.compareExchange(
+      expected: generation << 1 | 1, desired: generation << 1, ordering: .acquiringAndReleasing
+    ).exchanged
+  }
+
+  /// Wakes the coroutine after a successful `claim`.
+  @usableFromInline
+  func wake() {
+    // A plain load first: the claim just took the state's cache line (see `waitWord`), and a
+    // swap that failed for the wrong guess still cost a locked instruction.
+    var now = state.load(ordering: .relaxed)
+    while true {
+      let next: CoroutineState
+      switch now {
+      case .suspended: next = .scheduled
+      case .running: next = .wokenEarly
+      // Watched by its idle loop. A loop's thread queues it as usual (beside itself, for a
+      // coroutine of its group), and the watch ends; any other thread hands it over.
+      case .watched: next = cu_tls_current_loop() == nil ? .handedOver : .scheduled
+      default: coStop("a \(now) coroutine cannot be woken")
+      }
+      let (exchanged, found) = state.compareExchange(
+        expected: now, desired: next, ordering: .acquiringAndReleasing)
+      if exchanged {
+        if next == .scheduled { enqueueResume() }
+        return
+      }
+      // It parked, or was watched, or its watch ended, meanwhile: try again.
+      now = found
+    }
+  }
+
+  /// Marks the coroutine cancelled and ends its pending wait, which then throws
+  /// `CancellationError`.
+  func cancel() {
+    guard !cancelled.exchange(true, ordering: .sequentiallyConsistent) else { return }
+    let word = waitWord.load(ordering: .sequentiallyConsistent)
+    if word & 1 == 1, claim(word >> 1) { wake() }
+  }
+}
