@@ -10,7 +10,7 @@ enum LoopJob {
 
   /// Runs the job. Always inlined into the loop's own frame, which calls `cu_fiber_resume`
   /// itself: a frame of its own spanning the switch would return through a mispredicted `ret`
-  /// each time the coroutine switched back (see "Switching" in Coroutine.swift).
+  /// each time the coroutine switched back (see "Switching" in Coroutine+Switch.swift).
   @inline(__always)
   func run(on loop: UnsafeMutableRawPointer) {
     switch self {
