@@ -11,6 +11,7 @@ import Testing
 ///
 /// - `<!-- sample: fragment -->`: statements, such as the body of a coroutine, compiled inside
 ///   a throwing function that imports `Coroutines`, `Dispatch` and `Foundation`;
+/// - `<!-- sample: async -->`: the same in an `async` function;
 /// - `<!-- sample: declarations -->`: types, functions and extensions at file scope, in a file
 ///   of their own that imports only what the block imports;
 /// - `<!-- sample: manifest -->`: a `Package.swift` excerpt; not compiled, but its install lines
@@ -99,7 +100,7 @@ import Testing
 
 /// One ```swift block of a markdown file.
 struct DocBlock {
-  enum Kind: String { case main, fragment, declarations, manifest, harness }
+  enum Kind: String { case main, fragment, async, declarations, manifest, harness }
 
   let file: String
   /// The markdown line (from 1) of the block's first line of code.
@@ -194,7 +195,7 @@ enum DocBlocks {
       }
       index += 1
     }
-    for index in blocks.indices where blocks[index].kind == .fragment {
+    for index in blocks.indices where [.fragment, .async].contains(blocks[index].kind) {
       blocks[index].harness = pageHarness + blocks[index].harness
     }
     return blocks
@@ -237,13 +238,14 @@ enum DocBlocks {
       for (origin, line) in harness + code { file.add("    " + line, from: origin) }
       file.add("  }", from: block.line)
       file.add("}", from: block.line)
-    case .fragment:
+    case .fragment, .async:
       for module in ["Coroutines", "Dispatch", "Foundation"] {
         file.add("import \(module)", from: block.line)
       }
       for (origin, line) in imports { file.add(line, from: origin) }
       file.add("enum Block_\(number) {", from: block.line)
-      file.add("  static func body() throws {", from: block.line)
+      let effects = block.kind == .async ? "async throws" : "throws"
+      file.add("  static func body() \(effects) {", from: block.line)
       for (origin, line) in harness + code { file.add("    " + line, from: origin) }
       file.add("  }", from: block.line)
       file.add("}", from: block.line)
