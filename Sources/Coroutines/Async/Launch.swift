@@ -294,6 +294,7 @@ func defaultScheduler() -> any CoroutineScheduler {
   }
   if let loop = CoroutineLoop.current { return loop.group ?? loop }
   if let testLoop = CoroutineTestLoop.current { return testLoop }
+  MainLoopWatch.launchingByDefault()  // a line at exit if the main loop never runs
   return CoroutineLoop.main
 }
 
