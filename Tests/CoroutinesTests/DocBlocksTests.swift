@@ -19,8 +19,9 @@ import Testing
 ///
 /// The rest of such a comment, after its first line, is a harness: Swift that the block needs
 /// but the page leaves out (a stand-in for the reader's own client, the value an earlier block
-/// made). A fragment's harness is compiled at the start of its function; a declarations block's,
-/// at file scope before it. A `<!-- sample: harness … -->` comment anywhere on a page is a
+/// made). A fragment's harness is compiled around its function: types and functions at file
+/// scope (`fileprivate`), values at the start of the function; a declarations block's, at file
+/// scope before it. A `<!-- sample: harness … -->` comment anywhere on a page is a
 /// harness for every fragment of the page (the stand-ins its samples share). DocC does not
 /// render HTML comments.
 ///
@@ -243,16 +244,42 @@ enum DocBlocks {
         file.add("import \(module)", from: block.line)
       }
       for (origin, line) in imports { file.add(line, from: origin) }
+      // The harness's types and functions at file scope, `fileprivate` (each block's own), so
+      // that closures may capture them as `Sendable` does (a local function would have to be
+      // marked `@Sendable`, and DocC reads a line starting with `@` as a directive); its
+      // values, in the function.
+      let (declarations, values) = splitHarness(harness)
+      for (origin, line) in declarations { file.add(line, from: origin) }
       file.add("enum Block_\(number) {", from: block.line)
       let effects = block.kind == .async ? "async throws" : "throws"
       file.add("  static func body() \(effects) {", from: block.line)
-      for (origin, line) in harness + code { file.add("    " + line, from: origin) }
+      for (origin, line) in values + code { file.add("    " + line, from: origin) }
       file.add("  }", from: block.line)
       file.add("}", from: block.line)
     case .declarations:
       for (origin, line) in imports + harness + code { file.add(line, from: origin) }
     }
     return file
+  }
+
+  /// A fragment's harness in declarations, made `fileprivate` for file scope, and values (`let`
+  /// and `var`), each with the lines that continue it (indented, or closing a brace).
+  static func splitHarness(_ harness: [(Int, String)]) -> (
+    declarations: [(Int, String)], values: [(Int, String)]
+  ) {
+    var declarations: [(Int, String)] = []
+    var values: [(Int, String)] = []
+    var inValue = false
+    for (origin, line) in harness {
+      let continues = line.first == " " || line.first == "}" || line.isEmpty
+      if !continues { inValue = line.hasPrefix("let ") || line.hasPrefix("var ") }
+      if inValue {
+        values.append((origin, line))
+      } else {
+        declarations.append((origin, continues ? line : "fileprivate " + line))
+      }
+    }
+    return (declarations, values)
   }
 
   /// Compiles `blocks` in one `swiftc -typecheck`; returns one line per error, starting with the
