@@ -56,13 +56,13 @@ import Testing
       for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false)
         .enumerated()
       {
-        let where_ = "\(DocBlocks.relative(file)):\(index + 1)"
+        let place = "\(DocBlocks.relative(file)):\(index + 1)"
         if line.contains(".package(") {
           seen += 1
-          #expect(line.contains(package), "\(where_): \(line)")
+          #expect(line.contains(package), "\(place): \(line)")
         }
         if line.contains(".product(") {
-          #expect(line.contains(product), "\(where_): \(line)")
+          #expect(line.contains(product), "\(place): \(line)")
         }
       }
     }
@@ -157,12 +157,11 @@ enum DocBlocks {
       let trimmed = lines[index].trimmingCharacters(in: .whitespaces)
       if trimmed.hasPrefix("<!-- sample:") {
         let start = index
-        var words = trimmed.dropFirst("<!-- sample:".count)
-          .replacingOccurrences(of: "-->", with: "").split(separator: " ")
-        guard let name = words.first, let kind = DocBlock.Kind(rawValue: String(name)) else {
+        let name = trimmed.dropFirst("<!-- sample:".count)
+          .replacingOccurrences(of: "-->", with: "").split(separator: " ").first
+        guard let name, let kind = DocBlock.Kind(rawValue: String(name)) else {
           throw MarkupError(description: "\(file):\(index + 1): unknown sample kind: \(trimmed)")
         }
-        words.removeFirst()
         var harness: [(line: Int, text: String)] = []
         if !trimmed.hasSuffix("-->") {
           index += 1
@@ -192,7 +191,8 @@ enum DocBlocks {
         marker = nil
       } else if !trimmed.isEmpty, let pending = marker {
         throw MarkupError(
-          description: "\(file):\(pending.line): a sample comment not right before a ```swift block")
+          description: "\(file):\(pending.line): a sample comment not right before a ```swift block"
+        )
       }
       index += 1
     }
@@ -221,7 +221,8 @@ enum DocBlocks {
   }
 
   static func generate(_ block: DocBlock, number: Int) -> Generated? {
-    let stem = block.file.replacingOccurrences(of: ".md", with: "")
+    let stem =
+      block.file.replacingOccurrences(of: ".md", with: "")
       .split(whereSeparator: { !$0.isLetter && !$0.isNumber }).last ?? "Doc"
     var file = Generated(name: "Block_\(stem)_\(number)_line\(block.line).swift")
     let numberedCode = block.code.enumerated().map { (block.line + $0.offset, $0.element) }
