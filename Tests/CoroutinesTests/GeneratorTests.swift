@@ -185,7 +185,8 @@ import Testing
       }
       try visit(tree)
     }
-    #expect(Array(walk) == [1, 2, 3, 4])
+    let order = Array(walk)  // [1, 2, 3, 4]
+    #expect(order == [1, 2, 3, 4])
   }
 
   // MARK: Inline generators whose body awaits

@@ -46,7 +46,12 @@ import Testing
       if current == nil, line == "```swift" {
         current = []
       } else if current != nil, line == "```" {
-        samples.append(normalized(current!.joined(separator: "\n")))
+        // A complete program's imports go at the top of a test file, not beside the copy:
+        // DocBlocksTests compiles the sample with them.
+        var code = current!
+        while code.first?.hasPrefix("import ") == true { code.removeFirst() }
+        if code.count < current!.count, code.first?.isEmpty == true { code.removeFirst() }
+        samples.append(normalized(code.joined(separator: "\n")))
         current = nil
       } else if current != nil {
         current!.append(String(line))

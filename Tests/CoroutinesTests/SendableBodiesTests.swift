@@ -184,6 +184,11 @@ enum SwiftCompilerCheck {
     defer { try? FileManager.default.removeItem(at: folder) }
     let file = folder.appendingPathComponent("checked.swift")
     try source.write(to: file, atomically: true, encoding: .utf8)
+    return try run(mode: "-emit-sil", files: [file], build: build)
+  }
+
+  /// Compiles `files` as one module with `mode` (`-emit-sil`, `-typecheck`).
+  static func run(mode: String, files: [URL], build: URL) throws -> Result {
     let process = Process()
     process.executableURL = swiftc
     // A module cache of its own in the build directory: kept between runs, so that only the
@@ -197,17 +202,20 @@ enum SwiftCompilerCheck {
           + build.appendingPathComponent("\(target).build/module.modulemap").path,
       ]
     }
+    // Every file's errors, not only the first failing batch's.
+    let output =
+      mode == "-emit-sil" ? ["-o", "/dev/null"] : ["-continue-building-after-errors"]
     process.arguments =
-      [
-        "-emit-sil", "-o", "/dev/null", "-swift-version", "6", "-module-name", "checked",
+      [mode] + output + [
+        "-swift-version", "6", "-module-name", "checked",
         "-I", build.appendingPathComponent("Modules").path,
         "-module-cache-path", cache.path,
-      ] + mapFlags + [file.path]
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
+      ] + mapFlags + files.map(\.path)
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
     try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     process.waitUntilExit()
     return Result(status: process.terminationStatus, output: text)
   }

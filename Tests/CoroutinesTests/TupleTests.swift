@@ -57,6 +57,24 @@ import Testing
     }
   }
 
+  /// The Tuples article's program: the same futures, joined inside `CoroutineLoop.run`.
+  @Test func coTupleJoinsFuturesOfDifferentTypesInAProgram() throws {
+    let (who, years, picture) = try CoroutineLoop.run { () -> (String, Int, [UInt8]) in
+      let name = co_launch { () throws -> String in
+        try co_delay(0.002)
+        return "Ada"
+      }
+      let age = co_launch { () -> Int in 36 }
+      let avatar = CoPromise<[UInt8]>()
+      DispatchQueue(label: "tuple.avatar").async { avatar.fulfill([1, 2, 3]) }
+      return try co_await(co_tuple(name, age, avatar))
+    }
+    // who == "Ada", years == 36, picture == [1, 2, 3]
+    #expect(who == "Ada")
+    #expect(years == 36)
+    #expect(picture == [1, 2, 3])
+  }
+
   @Test func coTupleFailsAsSoonAsOneFutureFails() throws {
     try CoroutineLoop.run {
       let never = CoPromise<Int>()

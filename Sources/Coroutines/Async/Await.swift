@@ -44,10 +44,10 @@ public func co_await<T>(_ future: CoFuture<T>) throws -> T {
   }
 }
 
-/// Wraps a completion-handler API: calls `start` with a callback and suspends the coroutine
-/// until the callback is called. The callback is `@Sendable`: call it from any thread. A
-/// callback called again is ignored; a callback dropped
-/// without being called unwinds the coroutine with `CancellationError`.
+/// Wraps a completion-handler API whose callback takes a `Result`: calls `start` with a callback
+/// and suspends the coroutine until the callback is called. The callback is `@Sendable`: call
+/// it from any thread. A callback called again is ignored; a callback dropped without being
+/// called unwinds the coroutine with `CancellationError`.
 ///
 /// ```swift
 /// let data: Data = try co_await { done in

@@ -10,7 +10,8 @@ import CUContext
 /// - Parameters:
 ///   - scheduler: Where the coroutine runs and resumes. By default: inside a coroutine, that
 ///     coroutine's scheduler; outside, the loop the calling thread is running (a
-///     ``CoroutineLoop`` or a ``CoroutineTestLoop``), else ``CoroutineLoop/main``.
+///     ``CoroutineLoop`` or a ``CoroutineTestLoop``), else ``CoroutineLoop/main``, which runs
+///     it once the program runs that loop (see ``co_launch(name:stackSize:_:)``).
 ///   - name: A name for diagnostics.
 ///   - stackSize: Bytes of stack, from ``CoroutineStack/minimumSize`` to
 ///     ``CoroutineStack/maximumSize``; ``CoroutineStack/defaultSize`` when `nil`. A size out of
@@ -52,6 +53,13 @@ public func co_launch<T>(
 /// captures a `var` or a non-Sendable object the launcher goes on using: children hand their
 /// results back as their task's value, and shared state goes behind a ``CoMutex`` or another
 /// synchronised `Sendable` type (see "Sendable bodies" in <doc:CoroutinesSchedulersAndLoop>).
+///
+/// Outside any coroutine and any running loop (at the top level of `main.swift`, say), the
+/// coroutine waits on ``CoroutineLoop/main`` until the program runs that loop with
+/// ``CoroutineLoop/run()``; ``CoroutineLoop/run(stackSize:_:)`` runs a loop of its own instead.
+/// A program that ends without running the main loop after such a launch is told so, in one
+/// line on standard error at exit: `co_launch scheduled 2 coroutine(s) on CoroutineLoop.main,
+/// but the main loop never ran: …`.
 ///
 /// ```swift
 /// let children = (0..<4).map { _ in
@@ -294,6 +302,7 @@ func defaultScheduler() -> any CoroutineScheduler {
   }
   if let loop = CoroutineLoop.current { return loop.group ?? loop }
   if let testLoop = CoroutineTestLoop.current { return testLoop }
+  MainLoopWatch.launchingByDefault()  // a line at exit if the main loop never runs
   return CoroutineLoop.main
 }
 
