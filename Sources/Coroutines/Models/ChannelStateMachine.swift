@@ -13,12 +13,12 @@
 /// coroutine that was cancelled) may linger in the queues until their owner removes them; every
 /// operation skips them, because their claim fails (see ``ReceiveWaiter``).
 @usableFromInline
-struct ChannelStateMachine<T> {
+struct ChannelStateMachine<T>: ~Copyable {
   @usableFromInline let capacity: Int
   /// A full buffer drops its oldest value for a new one instead of refusing it (a conflated
   /// channel: capacity 1, keeping the latest value).
   @usableFromInline let dropsOldest: Bool
-  @usableFromInline var buffer = FIFO<T>()
+  @usableFromInline var buffer = Ring<T>()
   @usableFromInline var senders = WaiterQueue<SendWaiter<T>>()
   @usableFromInline var receivers = WaiterQueue<ReceiveWaiter<T>>()
   @usableFromInline var isClosed = false
@@ -170,16 +170,15 @@ struct ChannelStateMachine<T> {
     return endWaits(receivers: .closed, senders: .closed)
   }
 
-  /// Cancels the channel: drops the buffer, closes it (if it was not), and tells every waiter
-  /// it was cancelled. Returns the waiters to wake, and the dropped values, to be released
-  /// outside the lock.
-  mutating func cancel() -> (woken: [ClaimedWait], dropped: FIFO<T>) {
-    guard !isCancelled else { return ([], FIFO()) }
+  /// Cancels the channel: drops the buffer into `dropped` (an empty ring), closes the channel
+  /// (if it was not), and tells every waiter it was cancelled. Returns the waiters to wake; the
+  /// caller releases the dropped values outside the lock.
+  mutating func cancel(droppingInto dropped: inout Ring<T>) -> [ClaimedWait] {
+    guard !isCancelled else { return [] }
     isClosed = true
     isCancelled = true
-    let dropped = buffer
-    buffer = FIFO()
-    return (endWaits(receivers: .cancelled, senders: .cancelled), dropped)
+    swap(&buffer, &dropped)
+    return endWaits(receivers: .cancelled, senders: .cancelled)
   }
 
   /// Ends every wait with the given outcomes; returns the waiters to wake.

@@ -157,8 +157,9 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
   }
 
   func cancel() {
-    let (woken, dropped) = lock.withLock { state.cancel() }
-    withExtendedLifetime(dropped) {}  // released here, outside the lock
+    var dropped = Ring<T>()
+    let woken = lock.withLock { state.cancel(droppingInto: &dropped) }
+    _ = consume dropped  // released here, outside the lock
     for claimed in woken { claimed.wake() }
   }
 

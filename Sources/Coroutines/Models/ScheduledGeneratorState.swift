@@ -38,7 +38,7 @@ final class GeneratorConsumer<T>: @unchecked Sendable {
 
 /// The rules of a generator whose producer runs on a scheduler: consumers queue demands, the
 /// producer runs while there is demand and waits in `yield` when there is none.
-struct ScheduledGeneratorState<T> {
+struct ScheduledGeneratorState<T>: ~Copyable {
   enum Producer {
     /// Not launched: no `next()` yet.
     case idle
@@ -51,7 +51,7 @@ struct ScheduledGeneratorState<T> {
   }
 
   private(set) var producer = Producer.idle
-  private var consumers = FIFO<GeneratorConsumer<T>>()
+  private var consumers = Ring<GeneratorConsumer<T>>()
   /// A value yielded when no consumer was waiting (only possible in a race with `cancel()`).
   private var pending: T?
   private(set) var isCancelled = false

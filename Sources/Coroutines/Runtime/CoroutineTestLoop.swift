@@ -262,8 +262,8 @@ extension CoroutineTestLoop {
 
   /// Ready jobs in first-in, first-out order; taking the first is O(1), and taking any other (a
   /// seeded pick) is a swap with the first.
-  fileprivate struct ReadyJobs {
-    private var jobs = FIFO<ReadyJob>()
+  fileprivate struct ReadyJobs: ~Copyable {
+    private var jobs = Ring<ReadyJob>()
 
     var count: Int { jobs.count }
 

@@ -24,58 +24,11 @@ enum LoopJob {
   }
 }
 
-/// A FIFO ring buffer that grows by doubling and never shrinks below what it once held, so a
-/// loop in steady state allocates nothing per job.
-///
-/// Raw storage rather than an array: jobs are moved in and out of their slots (a copy costs a
-/// retain now and a release later), and no uniqueness check or optional wrapper is paid per
-/// job. Noncopyable, because it owns that storage.
-struct JobQueue: ~Copyable {
-  private var storage: UnsafeMutablePointer<LoopJob>
-  private var capacity: Int
-  private var head = 0
-  private(set) var count = 0
+/// The loop's jobs, first in, first out: the hottest structure of the runtime, every switch of
+/// a coroutine passes through it.
+typealias JobQueue = Ring<LoopJob>
 
-  init() {
-    capacity = 16
-    storage = .allocate(capacity: capacity)
-  }
-
-  deinit {
-    for offset in 0..<count { (storage + slot(offset)).deinitialize(count: 1) }
-    storage.deallocate()
-  }
-
-  var isEmpty: Bool {
-    @_transparent get { count == 0 }
-  }
-
-  @_transparent
-  private func slot(_ offset: Int) -> Int { (head &+ offset) & (capacity &- 1) }
-
-  mutating func append(_ job: consuming LoopJob) {
-    if count == capacity { grow() }
-    (storage + slot(count)).initialize(to: job)
-    count &+= 1
-  }
-
-  /// Moves the last `count` jobs, in their order, before all the others.
-  mutating func moveLastToFront(_ moving: Int) {
-    for _ in 0..<min(moving, count) {
-      let job = (storage + slot(count &- 1)).move()
-      head = (head &- 1) & (capacity &- 1)
-      (storage + head).initialize(to: job)
-    }
-  }
-
-  mutating func popFirst() -> LoopJob? {
-    guard count > 0 else { return nil }
-    let job = (storage + head).move()
-    head = (head &+ 1) & (capacity &- 1)
-    count &-= 1
-    return job
-  }
-
+extension Ring where Element == LoopJob {
   /// Warms the caches for the coroutines about to be resumed, in stages so that each step reads
   /// only what an earlier one fetched: the records of the coroutines eight to eleven jobs ahead,
   /// the saved contexts of those four to seven ahead (their addresses are in the records), the
@@ -104,24 +57,10 @@ struct JobQueue: ~Copyable {
   }
 
   private func coroutine(at offset: Int) -> Unmanaged<Coroutine>? {
-    guard offset < count, case .resume(let coroutine) = storage[slot(offset)] else { return nil }
-    return coroutine
-  }
-
-  /// Moves every job of `other` to the end of this queue, in order.
-  mutating func takeAll(from other: inout JobQueue) {
-    while let job = other.popFirst() { append(job) }
-  }
-
-  private mutating func grow() {
-    let bigger = UnsafeMutablePointer<LoopJob>.allocate(capacity: capacity * 2)
-    for offset in 0..<count {
-      (bigger + offset).moveInitialize(from: storage + slot(offset), count: 1)
+    guard offset < count, case .resume(let coroutine) = pointer(at: offset).pointee else {
+      return nil
     }
-    storage.deallocate()
-    storage = bigger
-    capacity *= 2
-    head = 0
+    return coroutine
   }
 }
 

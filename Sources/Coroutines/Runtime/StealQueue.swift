@@ -26,7 +26,7 @@ final class StealQueue: @unchecked Sendable {  // slots, head and tail are atomi
   private let head = Atomic<UInt32>(0)
   private let tail = Atomic<UInt32>(0)
   /// Entries that did not fit the ring, oldest first.
-  private let spilled = Mutex<FIFO<StealableJob>>(FIFO())
+  private let spilled = Mutex<Ring<StealableJob>>(Ring())
   /// `spilled`'s count, to look at without the lock.
   private let spilledCount = Atomic<Int>(0)
 

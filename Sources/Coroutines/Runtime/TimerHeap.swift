@@ -118,8 +118,9 @@ struct TimerEntry {
 /// Concrete, not generic over its entries, and without closures: in a debug build a generic
 /// container looks up its type's metadata in the runtime's tables and copies entries through
 /// value witnesses on every operation, which made a loop's timers slower than Dispatch's. The
-/// smallest helpers are `@_transparent`, the one kind of function a debug build inlines: as calls
-/// they cost more than their bodies.
+/// smallest helpers, here and in the ``Ring`` beneath, are `@_transparent`, the one kind of
+/// function a debug build inlines (and makes concrete where it inlines it): as calls they cost
+/// more than their bodies.
 struct TimerHeap: ~Copyable {
   /// The heap, in its ring's slots from 0 (its head never moves).
   private var heap = TimerEntryRing()
@@ -178,8 +179,8 @@ struct TimerHeap: ~Copyable {
   /// The first timer, in place (no copy: no retain of its object), or nil when there is none.
   /// Valid until the heap next changes.
   var first: UnsafeMutablePointer<TimerEntry>? {
-    if run.isEmpty { return heap.isEmpty ? nil : heap.entry(at: 0) }
-    return firstIsInHeap ? heap.entry(at: 0) : run.entry(at: 0)
+    if run.isEmpty { return heap.isEmpty ? nil : heap.pointer(at: 0) }
+    return firstIsInHeap ? heap.pointer(at: 0) : run.pointer(at: 0)
   }
 
   /// The first timer's deadline, without touching the timer's object.
@@ -197,7 +198,7 @@ struct TimerHeap: ~Copyable {
   /// True when both heads hold a timer and the heap's is due first.
   private var firstIsInHeap: Bool {
     @_transparent get {
-      !heap.isEmpty && !run.isEmpty && Key(heap.entry(at: 0)).isBefore(Key(run.entry(at: 0)))
+      !heap.isEmpty && !run.isEmpty && Key(heap.pointer(at: 0)).isBefore(Key(run.pointer(at: 0)))
     }
   }
 
@@ -205,7 +206,7 @@ struct TimerHeap: ~Copyable {
   /// long: for the timers about to fire, most of which are in the run.
   func prefetchQueued(at offset: Int) {
     guard offset < run.count else { return }
-    run.entry(at: offset).pointee.prefetch()
+    run.pointer(at: offset).pointee.prefetch()
   }
 
   /// Adds `entry`; returns true when the heap is now crowded (see ``isCrowded``), for its owner
@@ -254,7 +255,7 @@ struct TimerHeap: ~Copyable {
       siftDown(from: parent)
       parent &-= 1
     }
-    if !run.isEmpty { runLast = Key(run.entry(at: run.count &- 1)) }
+    if !run.isEmpty { runLast = Key(run.pointer(at: run.count &- 1)) }
     crowdedAbove = Swift.max(Self.fewestCrowded, 2 &* count)
     return dead
   }
@@ -290,104 +291,17 @@ struct TimerHeap: ~Copyable {
 
   @_transparent
   private func isEarlier(_ i: Int, _ j: Int) -> Bool {
-    Key(heap.entry(at: i)).isBefore(Key(heap.entry(at: j)))
+    Key(heap.pointer(at: i)).isBefore(Key(heap.pointer(at: j)))
   }
 }
 
-/// A ring of timer entries in raw slots, O(1) at both ends, growing by doubling: the storage of
-/// both parts of a ``TimerHeap``. Raw, like `JobQueue`: entries are moved in and out of their
-/// slots, with no uniqueness check or optional wrapper per access. Noncopyable, because it owns
-/// that storage.
-struct TimerEntryRing: ~Copyable {
-  private var storage: UnsafeMutablePointer<TimerEntry>
-  /// A power of two, so that wrapping is a mask.
-  private var capacity: Int
-  private var head = 0
-  private(set) var count = 0
+/// Timer entries in a ring: the storage of both parts of a ``TimerHeap``.
+typealias TimerEntryRing = Ring<TimerEntry>
 
-  init() {
-    capacity = 16
-    storage = .allocate(capacity: capacity)
-  }
-
-  deinit {
-    var offset = 0
-    while offset < count {
-      (storage + slot(offset)).deinitialize(count: 1)
-      offset &+= 1
-    }
-    storage.deallocate()
-  }
-
-  var isEmpty: Bool {
-    @_transparent get { count == 0 }
-  }
-
-  @_transparent
-  private func slot(_ offset: Int) -> Int { (head &+ offset) & (capacity &- 1) }
-
-  /// The entry `offset` places from the front, in place; valid until the ring next changes.
-  @_transparent
-  func entry(at offset: Int) -> UnsafeMutablePointer<TimerEntry> { storage + slot(offset) }
-
-  mutating func append(_ entry: consuming TimerEntry) {
-    if count == capacity { grow() }
-    (storage + slot(count)).initialize(to: entry)
-    count &+= 1
-  }
-
-  mutating func popFirst() -> TimerEntry? {
-    guard count > 0 else { return nil }
-    let entry = (storage + head).move()
-    head = slot(1)
-    count &-= 1
-    return entry
-  }
-
-  mutating func popLast() -> TimerEntry? {
-    guard count > 0 else { return nil }
-    count &-= 1
-    return (storage + slot(count)).move()
-  }
-
+extension Ring where Element == TimerEntry {
   /// Moves every dead entry (see ``TimerEntry/isDead``) to the end of `dead`, keeping the others
   /// in their order.
-  mutating func moveDead(into dead: inout TimerEntryRing) {
-    var kept = 0
-    var offset = 0
-    while offset < count {
-      let source = entry(at: offset)
-      if source.pointee.isDead {
-        dead.append(source.move())
-      } else {
-        if kept != offset { entry(at: kept).initialize(to: source.move()) }
-        kept &+= 1
-      }
-      offset &+= 1
-    }
-    count = kept
-  }
-
-  /// Swaps two entries by moving them (a copy would retain their objects).
-  mutating func swapAt(_ i: Int, _ j: Int) {
-    guard i != j else { return }
-    let a = entry(at: i)
-    let b = entry(at: j)
-    let held = a.move()
-    a.initialize(to: b.move())
-    b.initialize(to: held)
-  }
-
-  private mutating func grow() {
-    let bigger = UnsafeMutablePointer<TimerEntry>.allocate(capacity: capacity * 2)
-    var offset = 0
-    while offset < count {
-      (bigger + offset).initialize(to: (storage + slot(offset)).move())
-      offset &+= 1
-    }
-    storage.deallocate()
-    storage = bigger
-    capacity *= 2
-    head = 0
+  mutating func moveDead(into dead: inout Ring<TimerEntry>) {
+    moveAll(where: { $0.isDead }, into: &dead)
   }
 }

@@ -2,10 +2,11 @@ import Testing
 
 @testable import Coroutines
 
-/// The queue behind channels' waiters, the loop's in-order timers and the test loop's ready jobs.
-@Suite struct FIFOTests {
+/// The one ring of the runtime: first in, first out, wrapping and growing in order, and taking
+/// elements out of order (a seeded pick, a waiter leaving early).
+@Suite struct RingTests {
   @Test func takesInTheOrderGivenAndReusesItsStorage() {
-    var queue = FIFO<Int>()
+    var queue = Ring<Int>()
     for round in 0..<3 {
       for value in 0..<100 { queue.append(round * 100 + value) }
       #expect(queue.first == round * 100 && queue.last == round * 100 + 99)
@@ -16,7 +17,7 @@ import Testing
   }
 
   @Test func keepsOrderWhileTheRingWrapsAndGrows() {
-    var queue = FIFO<Int>()
+    var queue = Ring<Int>()
     var expected = 0
     // Two in, one out: the front moves round the ring, which grows while it wraps.
     for value in 0..<1_000 {
@@ -34,7 +35,7 @@ import Testing
   }
 
   @Test func growingAWrappedRingKeepsTheOrder() {
-    var queue = FIFO<Int>()
+    var queue = Ring<Int>()
     for value in 0..<4 { queue.append(value) }  // the first ring: four slots, full
     #expect(queue.popFirst() == 0)
     #expect(queue.popFirst() == 1)
@@ -48,7 +49,7 @@ import Testing
   }
 
   @Test func swapRemoveTakesAnyElementAndTheFirstTakesItsPlace() {
-    var queue = FIFO<String>()
+    var queue = Ring<String>()
     for name in ["a", "b", "c", "d"] { queue.append(name) }
     #expect(queue.swapRemove(at: 2) == "c")
     #expect(queue.count == 3)
@@ -58,18 +59,18 @@ import Testing
   }
 
   @Test func countsAndRemovesByPredicate() {
-    var queue = FIFO<Int>()
+    var queue = Ring<Int>()
     for value in 1...6 { queue.append(value) }
     _ = queue.popFirst()
     #expect(queue.count { $0.isMultiple(of: 2) } == 3)
     #expect(queue.removeFirst { $0 == 4 })
     #expect(!queue.removeFirst { $0 == 1 })  // already taken
     #expect(queue.removeAll() == [2, 3, 5, 6])
-    #expect(queue.isEmpty)
+    #expect(queue.count == 0)
   }
 
   @Test func removingByPredicateAcrossTheWrapKeepsTheOthersInOrder() {
-    var queue = FIFO<Int>()
+    var queue = Ring<Int>()
     for value in 0..<4 { queue.append(value) }
     _ = queue.popFirst()
     _ = queue.popFirst()
