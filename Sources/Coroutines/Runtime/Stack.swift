@@ -197,7 +197,6 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
     } else if slab.nextFresh < slab.count {
       index = slab.nextFresh
       slab.nextFresh += 1
-      if index >= slab.prepared { prepare(slab, from: index) }
     } else {
       return nil
     }
@@ -205,18 +204,6 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
     sizeClass.inUse += 1
     mappedTotal += 1
     return (nil, index)
-  }
-
-  /// Readies never-used slots of `slab` from `index` on in one go (see cu_stack_slab_prepare):
-  /// as many as were taken from the slab before (at least 1, at most 16), so a burst of launches
-  /// pays two system calls per batch instead of a system call and a page fault per stack, while
-  /// a lone launch readies only its own slot and the memory made resident ahead of use stays
-  /// below what the slab's launches already use. Under `mutex`: nobody may build a slot of the
-  /// batch meanwhile, and a later `build` must see what this did.
-  private func prepare(_ slab: Slab, from index: Int) {
-    let count = min(slab.count - index, 16, max(1, index))
-    cu_stack_slab_prepare(slab.pointer, index, count)
-    slab.prepared = index + count
   }
 
   /// Builds the fiber of a slot taken for a coroutine; gives the slot back if its guard cannot
@@ -406,10 +393,10 @@ final class StackPool: @unchecked Sendable {  // all mutable state is behind `mu
   /// returns the slabs this left empty, for the caller to unmap once the mutex is dropped.
   ///
   /// The slabs with the fewest other occupants go first, so that whole slabs empty and are
-  /// unmapped. The other fibers are advised away in one system call where the kernel takes
-  /// batched advice: each call makes every thread of the process flush its TLB, so one per stack
-  /// cost a group's loops more than the rest of their stack handling. Under `mutex`: a released
-  /// slot must not be rebuilt before its pages are gone.
+  /// unmapped. The other fibers are advised away together, one system call per run of
+  /// neighbouring slots: each call makes every thread of the process flush its TLB, so one per
+  /// stack cost a group's loops more than the rest of their stack handling. Under `mutex`: a
+  /// released slot must not be rebuilt before its pages are gone.
   private func releaseIdle(in sizeClass: SizeClass, count: Int = .max) -> [Slab] {
     var left = min(count, sizeClass.idleCount)
     guard left > 0 else { return [] }
@@ -678,8 +665,6 @@ private final class Slab: @unchecked Sendable {  // touched only under the pool'
   @exclusivity(unchecked) var occupied = 0
   /// Slots from here on have never been used.
   @exclusivity(unchecked) var nextFresh = 0
-  /// Slots before this one were readied by `StackPool.prepare` (or taken before it ran).
-  @exclusivity(unchecked) var prepared = 0
   /// Free slots whose memory was given back: their fiber must be built again.
   @exclusivity(unchecked) var released: [Int] = []
   /// Free fibers still holding their memory, not in the ready list.
