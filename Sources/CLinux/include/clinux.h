@@ -1,8 +1,8 @@
 // The C that the Swift runtime needs beside the switch: the Linux interfaces that Swift's Glibc
 // module leaves out (epoll, eventfd, accept4), and the few mechanisms Swift cannot express as
 // fast: thread-locals read afresh after every switch, a futex lock inlined into its callers, a
-// flag biased to one thread and closed with membarrier, and per-thread tallies of live
-// coroutines, and prefetch hints. Swift calls them directly.
+// flag biased to one thread and closed with membarrier, and prefetch hints. Swift calls them
+// directly.
 #ifndef CLINUX_H
 #define CLINUX_H
 
@@ -77,43 +77,6 @@ static inline void cu_lock(uint32_t *_Nonnull word) {
 /// Releases the lock at `word`, waking one sleeper if there may be one.
 static inline void cu_unlock(uint32_t *_Nonnull word) {
   if (__atomic_exchange_n(word, 0, __ATOMIC_RELEASE) == 2) cu_lock_wake(word);
-}
-
-// A loop group's count of live coroutines, kept by each of its threads on a cache line of its
-// own: how many coroutines the thread created and how many finished on it. A group thread counts
-// with plain stores (it is the only writer of its tally); one shared counter cost every launch
-// and every finish a locked instruction on a line that all the group's threads fought over.
-// Threads outside the group count on a tally of their own with atomic additions. The sum is
-// only read to decide whether a shut-down group may end, which is rare.
-typedef struct cu_live_tally {
-  long created;
-  long finished;
-  char padding[48];  // to 64 bytes; allocated 64-byte aligned
-} cu_live_tally;
-
-/// A coroutine was created (`finished` 0) or finished (1) on the tally's own thread.
-static inline void cu_live_tally_count_here(cu_live_tally *_Nonnull tally, int finished) {
-  long *count = finished ? &tally->finished : &tally->created;
-  __atomic_store_n(count, __atomic_load_n(count, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
-}
-
-/// The same, on a tally that several threads share.
-static inline void cu_live_tally_count_shared(cu_live_tally *_Nonnull tally, int finished) {
-  __atomic_fetch_add(finished ? &tally->finished : &tally->created, 1, __ATOMIC_SEQ_CST);
-}
-
-/// Coroutines created and not finished, over `count` tallies. Every finish it sees had its
-/// creation counted before it (the coroutine passed from its creator to where it finished), so
-/// a sum of zero means that no coroutine counted so far is still live.
-static inline long cu_live_tally_sum(const cu_live_tally *_Nonnull tallies, size_t count) {
-  long finished = 0, created = 0;
-  for (size_t index = 0; index < count; index++) {
-    finished += __atomic_load_n(&tallies[index].finished, __ATOMIC_SEQ_CST);
-  }
-  for (size_t index = 0; index < count; index++) {
-    created += __atomic_load_n(&tallies[index].created, __ATOMIC_SEQ_CST);
-  }
-  return created - finished;
 }
 
 // A flag owned by one thread, for the hot path of an inline generator (whose `next()` nearly
