@@ -185,7 +185,8 @@ void cu_shared_fiber_set_label(cu_fiber *fiber, const char *name);
 // The switch of the backend in use (switch.c), called straight through the pointer so that
 // resume and suspend end in a tail call (see context.c).
 typedef void (*cu_switch_function)(ucontext_t *from, ucontext_t *to);
-extern cu_switch_function cu_current_switch;
+// Hidden, so that the compiler loads it straight, as a static, rather than through the GOT.
+extern __attribute__((visibility("hidden"))) cu_switch_function cu_current_switch;
 
 #if defined(__x86_64__)
 // The fast backend's switch (switch_x86_64.S): saves the callee-saved registers, MXCSR and the

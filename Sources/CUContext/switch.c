@@ -15,8 +15,7 @@ CU_SWITCH_CODE static void switch_with_swapcontext(ucontext_t *from, ucontext_t 
   swapcontext(from, to);
 }
 
-__attribute__((visibility("hidden"))) cu_switch_function cu_current_switch =
-    switch_with_swapcontext;
+cu_switch_function cu_current_switch = switch_with_swapcontext;
 static int current_backend = 0;
 
 int cu_set_backend(int backend) {
