@@ -1,5 +1,6 @@
-// The whole interface between the Swift runtime and the C shim. Swift sees opaque fibers,
-// plain functions and integers; ucontext_t never crosses this line.
+// The C shim's interface: the switch, fibers and their stacks. Swift sees opaque fibers, plain
+// functions and integers; ucontext_t never crosses this line. What else the runtime needs in C
+// (its thread-locals, lock, generator bias) is the CLinux module's.
 #ifndef CUCONTEXT_H
 #define CUCONTEXT_H
 
