@@ -13,6 +13,7 @@ let package = Package(
     ),
     .target(
       name: "CLinux",
+      dependencies: ["CUContext"],
       path: "Sources/CLinux"
     ),
     .target(

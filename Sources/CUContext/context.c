@@ -2,47 +2,17 @@
 // Making and switching contexts. A fiber starts in `trampoline`, which runs the entry and switches
 // back to the resumer for the last time when the entry returns. On x86_64 its first frame is set
 // up by hand (see cu_fiber_prepare); elsewhere makecontext calls it through `trampoline_split`.
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "fiber.h"
-
-typedef void (*switch_function)(ucontext_t *from, ucontext_t *to);
-
-// A tail call, so that swapcontext saves the resume point of whoever called the switch (see
-// cu_fiber_resume). Its result is not checked: it fails only when the kernel rejects the signal
-// mask it installs, and every mask here was one the kernel itself handed to getcontext.
-CU_SWITCH_CODE static void switch_with_swapcontext(ucontext_t *from, ucontext_t *to) {
-  swapcontext(from, to);
-}
-
-static switch_function current_switch = switch_with_swapcontext;
-static int current_backend = 0;
-
-int cu_set_backend(int backend) {
-  switch (backend) {
-    case 0: current_switch = switch_with_swapcontext; break;
-#if defined(__x86_64__)
-    case 1: current_switch = cu_switch_fast; break;
-#endif
-    default: return -1;
-  }
-  current_backend = backend;
-  return 0;
-}
-
-int cu_backend(void) { return current_backend; }
-
-CU_SWITCH_CODE void cu_switch(ucontext_t *from, ucontext_t *to) { current_switch(from, to); }
 
 CU_SWITCH_CODE static void trampoline(cu_fiber *fiber) {
   cu_san_fiber_arrived(&fiber->sanitizer);
   fiber->entry(fiber->argument);
   cu_fiber_leave_thread(fiber);
   cu_san_fiber_leaving(&fiber->sanitizer, 1);
-  current_switch(&fiber->self, fiber->resumer);
+  cu_current_switch(&fiber->self, fiber->resumer);
   abort();  // a finished fiber is prepared again before it is resumed again
 }
 
@@ -52,25 +22,6 @@ CU_SWITCH_CODE static void trampoline_split(unsigned int high, unsigned int low)
   trampoline((cu_fiber *)(((uintptr_t)high << 32) | (uintptr_t)low));
 }
 #endif
-
-static ucontext_t context_template;
-static pthread_once_t context_template_once = PTHREAD_ONCE_INIT;
-
-static void capture_template(void) {
-  if (getcontext(&context_template) != 0) abort();  // cannot fail on Linux
-}
-
-// A fiber's signal mask is the one of the first thread to build a fiber, rather than of the
-// thread building this one; it matters only to the ucontext backend (swapcontext installs it),
-// and a pooled fiber already carried the mask of whoever built it first.
-void cu_context_init(ucontext_t *context) {
-  pthread_once(&context_template_once, capture_template);
-  memcpy(context, &context_template, sizeof *context);
-#if defined(__x86_64__)
-  // getcontext points the floating-point state at the context's own copy of it.
-  context->uc_mcontext.fpregs = &context->__fpregs_mem;
-#endif
-}
 
 void cu_fiber_prepare(cu_fiber *fiber, cu_fiber_entry entry, void *argument) {
   fiber->entry = entry;
@@ -126,11 +77,11 @@ void cu_fiber_resume(cu_fiber *fiber, void *coroutine) {
     swift_task_enterThreadLocalContext((char *)fiber->exclusivity);
   }
 #if CU_SWITCH_TAIL
-  current_switch(fiber->resumer, fiber->self_context);
+  cu_current_switch(fiber->resumer, fiber->self_context);
 #else
   cu_sanitizer_resumer san;
   cu_san_resume_begin(&fiber->sanitizer, &san, cu_fiber_stack_bottom(fiber), fiber->stack_size);
-  current_switch(fiber->resumer, fiber->self_context);
+  cu_current_switch(fiber->resumer, fiber->self_context);
   cu_san_resume_end(&san);
 #endif
 }
@@ -138,15 +89,35 @@ void cu_fiber_resume(cu_fiber *fiber, void *coroutine) {
 void cu_fiber_suspend(cu_fiber *fiber) {
   cu_fiber_leave_thread(fiber);
 #if CU_SWITCH_TAIL
-  current_switch(fiber->self_context, fiber->resumer);
+  cu_current_switch(fiber->self_context, fiber->resumer);
 #else
   cu_san_fiber_leaving(&fiber->sanitizer, 0);
-  current_switch(fiber->self_context, fiber->resumer);
+  cu_current_switch(fiber->self_context, fiber->resumer);
   cu_san_fiber_arrived(&fiber->sanitizer);
 #endif
 }
 
-void cu_prefetch(const void *address) { __builtin_prefetch(address, 1); }
+void cu_fiber_free(cu_fiber *fiber) {
+  if (fiber->shared != NULL) {
+    cu_san_fiber_destroyed(&fiber->sanitizer);
+    cu_shared_fiber_free(fiber);
+    return;
+  }
+  if (fiber->owns_slab) {
+    cu_stack_slab_free(fiber->slab);
+    return;
+  }
+  abort();  // a slot of a shared slab is given back to its slab, never freed alone
+}
+
+void cu_fiber_set_label(cu_fiber *fiber, const char *name, size_t stack_size) {
+  fiber->requested_size = stack_size;
+  if (fiber->shared != NULL) {
+    cu_shared_fiber_set_label(fiber, name);  // a heap copy, only when named
+    return;
+  }
+  cu_copy_label(fiber->name, sizeof fiber->name, name);
+}
 
 // Only addresses are computed here, nothing is loaded: the fiber's record is as cold as what it
 // points to, and a load would stall the loop for the whole miss the hint is meant to hide. For a

@@ -107,7 +107,6 @@ void **cu_exclusivity_find_head(void) {
 }
 
 void cu_exclusivity_force_runtime_swaps(int force) {
-  if (!cu_thread.prepared) cu_prepare_thread();
   cu_thread.exclusivity_head = force ? &not_found : cu_exclusivity_find_head();
 }
 

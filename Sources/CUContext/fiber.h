@@ -1,4 +1,6 @@
 // The fiber layout shared by the C files of the shim (never seen by Swift).
+// Calls go down only: context → shared → overflow → exclusivity → stack → switch (→ its .S);
+// diagnostics → stack; probe → the two .S files; tls.c only defines the thread-locals.
 #ifndef CU_FIBER_H
 #define CU_FIBER_H
 
@@ -180,12 +182,11 @@ void cu_shared_fiber_armed(cu_fiber *fiber);
 // (cu_fiber_set_label dispatches here).
 void cu_shared_fiber_free(cu_fiber *fiber);
 void cu_shared_fiber_set_label(cu_fiber *fiber, const char *name);
-// The switch of the backend in use (context.c), for shared.c's last switch out of a fiber.
-void cu_switch(ucontext_t *from, ucontext_t *to);
-
-// Fills `context` as getcontext would, from a template captured once (context.c): getcontext
-// makes a system call (the signal mask) every time, and a new fiber needs only its fields.
-void cu_context_init(ucontext_t *context);
+// The switch of the backend in use (switch.c), called straight through the pointer so that
+// resume and suspend end in a tail call (see context.c).
+typedef void (*cu_switch_function)(ucontext_t *from, ucontext_t *to);
+// Hidden, so that the compiler loads it straight, as a static, rather than through the GOT.
+extern __attribute__((visibility("hidden"))) cu_switch_function cu_current_switch;
 
 #if defined(__x86_64__)
 // The fast backend's switch (switch_x86_64.S): saves the callee-saved registers, MXCSR and the

@@ -136,7 +136,8 @@ static void create_key(void) {
 /// Gives the calling thread an alternate signal stack unless it has one, once per thread.
 void cu_prepare_thread(void) {
   cu_thread.prepared = 1;
-  cu_thread.exclusivity_head = cu_exclusivity_find_head();
+  // Unless a test forced runtime swaps on this thread before its first resume.
+  if (cu_thread.exclusivity_head == NULL) cu_thread.exclusivity_head = cu_exclusivity_find_head();
   pthread_once(&handler_once, create_key);
   stack_t current;
   if (sigaltstack(NULL, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return;
@@ -163,13 +164,4 @@ void cu_copy_label(char *destination, size_t capacity, const char *name) {
   }
   if (length) memcpy(destination, name, length);
   destination[length] = '\0';
-}
-
-void cu_fiber_set_label(cu_fiber *fiber, const char *name, size_t stack_size) {
-  fiber->requested_size = stack_size;
-  if (fiber->shared != NULL) {
-    cu_shared_fiber_set_label(fiber, name);  // a heap copy, only when named
-    return;
-  }
-  cu_copy_label(fiber->name, sizeof fiber->name, name);
 }

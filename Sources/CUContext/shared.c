@@ -22,23 +22,12 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#if defined(__x86_64__)
-#include <cpuid.h>
-#include <immintrin.h>
-#endif
 
 #include "fiber.h"
 
-// Under AddressSanitizer the copies must neither be checked (the saved frames hold redzones) nor
-// leave one coroutine's redzone markings over another's frames: the stack is unpoisoned whenever
-// its occupant changes.
-#if defined(__SANITIZE_ADDRESS__)
-#define CU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CU_ASAN 1
-#endif
-#endif
+// Under AddressSanitizer (CU_ASAN, sanitizer.h) the copies must neither be checked (the saved
+// frames hold redzones) nor leave one coroutine's redzone markings over another's frames: the
+// stack is unpoisoned whenever its occupant changes.
 #if defined(CU_ASAN)
 #include <sanitizer/asan_interface.h>
 // A plain copy the sanitizer neither checks nor intercepts; short enough not to matter.
@@ -258,12 +247,11 @@ static void *saved_buffer(cu_fiber *fiber, size_t size, unsigned char delta) {
 #define CU_UNCHECKED
 #endif
 
-// Sets bit `first + i` of `map` for each word of `words` that differs from `reference`'s: the
-// portable loop, two words per step where SSE2 is there.
-CU_UNCHECKED static void mark_differences_portable(const unsigned long long *words,
-                                                   const unsigned long long *reference,
-                                                   size_t count, size_t first,
-                                                   unsigned long long *map) {
+// Sets bit `first + i` of `map` for each word of `words` that differs from `reference`'s, two
+// words per step where SSE2 is there.
+CU_UNCHECKED static void mark_differences(const unsigned long long *words,
+                                          const unsigned long long *reference, size_t count,
+                                          size_t first, unsigned long long *map) {
   for (size_t i = 0; i < count;) {
     size_t bit = (first + i) % 64;
     size_t run = count - i < 64 - bit ? count - i : 64 - bit;
@@ -287,116 +275,17 @@ CU_UNCHECKED static void mark_differences_portable(const unsigned long long *wor
   }
 }
 
-#if defined(__x86_64__)
-// The same with AVX2, four words per step. Each step's four bits enter the mask from the top and
-// the mask moves down by four: shifts by a constant, where the portable loop's shift by a
-// variable count (three micro-operations on Intel) ran in one chain through every step. With
-// thousands of coroutines on a stack, this loop was a quarter of a timed wake-up.
-__attribute__((target("avx2"))) CU_UNCHECKED static void mark_differences_avx2(
-    const unsigned long long *words, const unsigned long long *reference, size_t count,
-    size_t first, unsigned long long *map) {
-  for (size_t i = 0; i < count;) {
-    size_t bit = (first + i) % 64;
-    size_t run = count - i < 64 - bit ? count - i : 64 - bit;
-    unsigned long long mask = 0;
-    size_t k = 0;
-    for (; k + 4 <= run; k += 4) {
-      __m256i equal = _mm256_cmpeq_epi64(_mm256_loadu_si256((const __m256i *)(words + i + k)),
-                                         _mm256_loadu_si256((const __m256i *)(reference + i + k)));
-      unsigned differ = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(equal)) ^ 15u;
-      mask = (mask >> 4) | ((unsigned long long)differ << 60);
-    }
-    mask = k == 0 ? 0 : mask >> (64 - k);
-    for (; k < run; k++) mask |= (unsigned long long)(words[i + k] != reference[i + k]) << k;
-    map[(first + i) / 64] |= mask << bit;
-    i += run;
-  }
-}
-
-// 0 until first asked, then 1 (no AVX2) or 2 (AVX2, and the system saves the YMM registers).
-static int avx2_answer;
-
-static int avx2_usable(void) {
-  int answer = __atomic_load_n(&avx2_answer, __ATOMIC_RELAXED);
-  if (answer == 0) {
-    unsigned eax, ebx, ecx, edx;
-    int usable = 0;
-    // OSXSAVE and AVX in leaf 1; the system saves SSE and AVX state (XCR0 bits 1 and 2); AVX2
-    // in leaf 7.
-    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_OSXSAVE) && (ecx & bit_AVX)) {
-      unsigned low, high;
-      __asm__("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
-      if ((low & 6) == 6 && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & bit_AVX2)) {
-        usable = 1;
-      }
-    }
-    answer = usable ? 2 : 1;
-    __atomic_store_n(&avx2_answer, answer, __ATOMIC_RELAXED);
-  }
-  return answer == 2;
-}
-#endif
-
-// Bits set in `map`'s first `count` words. Inlined into each caller, so that it is compiled with
-// the caller's instructions.
-__attribute__((always_inline)) static inline size_t sum_of_bits(const unsigned long long *map,
-                                                                 size_t count) {
-  size_t bits = 0;
-  for (size_t i = 0; i < count; i++) bits += (size_t)__builtin_popcountll(map[i]);
-  return bits;
-}
-
-#if defined(__x86_64__)
-// With the POPCNT instruction: every processor with AVX2 has it, and the portable build does not
-// assume it (a dozen instructions per word).
-__attribute__((target("popcnt"))) static size_t count_bits_popcnt(const unsigned long long *map,
-                                                                  size_t count) {
-  return sum_of_bits(map, count);
-}
-#endif
-
-int cu_shared_stack_uses_avx2(void) {
-#if defined(__x86_64__)
-  return avx2_usable();
-#else
-  return 0;
-#endif
-}
-
-int cu_shared_stack_mark_differences(const unsigned long long *words,
-                                     const unsigned long long *reference, size_t count,
-                                     size_t first, unsigned long long *map, int vector) {
-  if (!vector) {
-    mark_differences_portable(words, reference, count, first, map);
-    return 1;
-  }
-#if defined(__x86_64__)
-  if (avx2_usable()) {
-    mark_differences_avx2(words, reference, count, first, map);
-    return 1;
-  }
-#endif
-  return 0;
+void cu_shared_stack_mark_differences(const unsigned long long *words,
+                                      const unsigned long long *reference, size_t count,
+                                      size_t first, unsigned long long *map) {
+  mark_differences(words, reference, count, first, map);
 }
 
 // Bits set in `map`'s first `count` words.
 static size_t count_bits(const unsigned long long *map, size_t count) {
-#if defined(__x86_64__)
-  if (avx2_usable()) return count_bits_popcnt(map, count);
-#endif
-  return sum_of_bits(map, count);
-}
-
-// With AVX2 where it is usable, else with the portable loop.
-static void mark_differences(const unsigned long long *words, const unsigned long long *reference,
-                             size_t count, size_t first, unsigned long long *map) {
-#if defined(__x86_64__)
-  if (avx2_usable()) {
-    mark_differences_avx2(words, reference, count, first, map);
-    return;
-  }
-#endif
-  mark_differences_portable(words, reference, count, first, map);
+  size_t bits = 0;
+  for (size_t i = 0; i < count; i++) bits += (size_t)__builtin_popcountll(map[i]);
+  return bits;
 }
 
 // The bits of a map's first word that stand for registers, and those that stand for frames.
@@ -605,7 +494,7 @@ CU_SWITCH_CODE __attribute__((noinline, noreturn)) static void finish(void) {
   leave(fiber);
   cu_fiber_leave_thread(fiber);
   cu_san_fiber_leaving(&fiber->sanitizer, 1);
-  cu_switch(&stack->self, &stack->resumer);
+  cu_current_switch(&stack->self, &stack->resumer);
   abort();  // a finished fiber is prepared again before it is resumed again
 }
 

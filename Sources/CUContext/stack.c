@@ -7,13 +7,12 @@
 // them: it faults like PROT_NONE but does not split the mapping, so a whole slab stays one kernel
 // mapping. Older kernels refuse it and get mprotect instead: two mappings per stack, as before.
 // A slot's guard is installed the first time the slot is used, so an unused slot costs nothing.
-// In a burst of launches, cu_stack_slab_prepare readies the next few slots at once instead.
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -22,18 +21,33 @@
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-#ifndef PIDFD_SELF
-#define PIDFD_SELF -10000  // "the calling process" for the pidfd calls (Linux 6.14+)
-#endif
 
 // glibc keeps the page size from the auxiliary vector; asking is a load, so nothing is cached
 // here: a lazily filled static would race when several threads make their first launch at once.
 size_t cu_page_size(void) { return (size_t)getpagesize(); }
 
 static size_t round_up(size_t value, size_t unit) { return (value + unit - 1) / unit * unit; }
+
+static ucontext_t context_template;
+static pthread_once_t context_template_once = PTHREAD_ONCE_INIT;
+
+static void capture_template(void) {
+  if (getcontext(&context_template) != 0) abort();  // cannot fail on Linux
+}
+
+// Fills a new fiber's context as getcontext would, from a template captured once: getcontext
+// makes a system call (the signal mask) every time, and a new fiber needs only its fields.
+// A fiber's signal mask is the one of the first thread to build a fiber, rather than of the
+// thread building this one; it matters only to the ucontext backend (swapcontext installs it),
+// and a pooled fiber already carried the mask of whoever built it first.
+static void context_init(ucontext_t *context) {
+  pthread_once(&context_template_once, capture_template);
+  memcpy(context, &context_template, sizeof *context);
+#if defined(__x86_64__)
+  // getcontext points the floating-point state at the context's own copy of it.
+  context->uc_mcontext.fpregs = &context->__fpregs_mem;
+#endif
+}
 
 enum slot_state { slot_fresh = 0, slot_guarded = 1, slot_built = 2 };
 
@@ -60,27 +74,6 @@ static int install_guard(char *guard, size_t size) {
 }
 
 static size_t header_size(void) { return round_up(sizeof(cu_fiber), 64); }
-
-// 1 until the kernel refuses process_madvise on the calling process, then 0 for good.
-static int batch_advice_works = 1;
-
-// Gives the same advice for many ranges in one system call. Returns 0 if every range took it;
-// otherwise the caller falls back to one call per range (advice given twice does no harm here).
-static int advise_ranges(const struct iovec *ranges, size_t count, int advice) {
-#if defined(SYS_process_madvise)
-  if (!__atomic_load_n(&batch_advice_works, __ATOMIC_RELAXED)) return -1;
-  size_t total = 0;
-  for (size_t index = 0; index < count; index++) total += ranges[index].iov_len;
-  long done = syscall(SYS_process_madvise, PIDFD_SELF, ranges, count, advice, 0);
-  if (done == (long)total) return 0;
-  if (done < 0 && (errno == EBADF || errno == ENOSYS || errno == EPERM)) {
-    __atomic_store_n(&batch_advice_works, 0, __ATOMIC_RELAXED);
-  }
-#else
-  (void)ranges, (void)count, (void)advice;
-#endif
-  return -1;
-}
 
 cu_stack_slab *cu_stack_slab_new(size_t stack_size, size_t guard_size, size_t count) {
   size_t page = cu_page_size();
@@ -131,7 +124,7 @@ cu_fiber *cu_stack_slab_fiber(cu_stack_slab *slab, size_t index) {
   fiber->stack_size = (size_t)((char *)fiber - start) - slab->guard;
   fiber->slab = slab;
   fiber->slot = index;
-  cu_context_init(&fiber->self);
+  context_init(&fiber->self);
   fiber->self_context = &fiber->self;
   fiber->self.uc_stack.ss_sp = start + slab->guard;
   fiber->self.uc_stack.ss_size = fiber->stack_size;
@@ -139,35 +132,6 @@ cu_fiber *cu_stack_slab_fiber(cu_stack_slab *slab, size_t index) {
   cu_san_fiber_created(&fiber->sanitizer);
   slab->state[index] = slot_built;
   return fiber;
-}
-
-void cu_stack_slab_prepare(cu_stack_slab *slab, size_t first, size_t count) {
-  enum { most = 64 };
-  if (first >= slab->count || count == 0) return;
-  if (count > slab->count - first) count = slab->count - first;
-  if (count > most) count = most;
-  struct iovec guards[most], tops[most];
-  size_t slots[most];
-  size_t found = 0;
-  size_t page = cu_page_size();
-  for (size_t index = first; index < first + count; index++) {
-    if (slab->state[index] != slot_fresh) continue;
-    char *start = slab->mapping + index * slab->slot_size;
-    char *end = start + slab->slot_size;
-    char *top = (char *)((uintptr_t)slot_fiber(slab, index) / page * page);
-    guards[found] = (struct iovec){.iov_base = start, .iov_len = slab->guard};
-    tops[found] = (struct iovec){.iov_base = top, .iov_len = (size_t)(end - top)};
-    slots[found++] = index;
-  }
-  if (found == 0) return;
-  // Guards first: populating a page and then installing a guard over it would throw it away.
-  if (slab->guard > 0) {
-    if (!__atomic_load_n(&guard_markers_work, __ATOMIC_RELAXED)) return;
-    if (advise_ranges(guards, found, MADV_GUARD_INSTALL) != 0) return;
-  }
-  for (size_t index = 0; index < found; index++) slab->state[slots[index]] = slot_guarded;
-  // Best effort: a page left out is faulted in by its first touch, as without this call.
-  advise_ranges(tops, found, MADV_POPULATE_WRITE);
 }
 
 size_t cu_fiber_slot(const cu_fiber *fiber) { return fiber->slot; }
@@ -180,7 +144,7 @@ static int by_address(const void *left, const void *right) {
 }
 
 void cu_stack_release_fibers(cu_fiber *const *fibers, size_t count) {
-  enum { most = 1024 };  // IOV_MAX: the most ranges one process_madvise takes
+  enum { most = 1024 };
   struct iovec ranges[most];
   while (count > 0) {
     size_t batch = count < most ? count : most;
@@ -192,8 +156,8 @@ void cu_stack_release_fibers(cu_fiber *const *fibers, size_t count) {
       ranges[index] = (struct iovec){
           .iov_base = slab->mapping + slot * slab->slot_size, .iov_len = slab->slot_size};
     }
-    // Neighbouring slots merge into one range, and the whole batch goes in one system call:
-    // one flush of every thread's TLB instead of one per range.
+    // Neighbouring slots merge into one range: one madvise, and one flush of every thread's
+    // TLB, per run of slots instead of per slot.
     qsort(ranges, batch, sizeof ranges[0], by_address);
     size_t merged = 0;
     for (size_t index = 0; index < batch; index++) {
@@ -205,10 +169,8 @@ void cu_stack_release_fibers(cu_fiber *const *fibers, size_t count) {
       }
     }
     // Guards (markers or PROT_NONE) survive MADV_DONTNEED; only the touched pages go.
-    if (advise_ranges(ranges, merged, MADV_DONTNEED) != 0) {
-      for (size_t index = 0; index < merged; index++) {
-        madvise(ranges[index].iov_base, ranges[index].iov_len, MADV_DONTNEED);
-      }
+    for (size_t index = 0; index < merged; index++) {
+      madvise(ranges[index].iov_base, ranges[index].iov_len, MADV_DONTNEED);
     }
     fibers += batch;
     count -= batch;
@@ -239,19 +201,6 @@ cu_fiber *cu_fiber_new(size_t stack_size, size_t guard_size) {
   }
   fiber->owns_slab = 1;
   return fiber;
-}
-
-void cu_fiber_free(cu_fiber *fiber) {
-  if (fiber->shared != NULL) {
-    cu_san_fiber_destroyed(&fiber->sanitizer);
-    cu_shared_fiber_free(fiber);
-    return;
-  }
-  if (fiber->owns_slab) {
-    cu_stack_slab_free(fiber->slab);
-    return;
-  }
-  abort();  // a slot of a shared slab is given back to its slab, never freed alone
 }
 
 size_t cu_fiber_stack_size(const cu_fiber *fiber) { return fiber->stack_size; }

@@ -4,8 +4,8 @@ import Testing
 @testable import Coroutines
 
 /// The comparison behind a shared stack's stored differences: a bit per word that differs from
-/// the stack's image, at any offset in the map. Both loops (four words per step with AVX2, and the
-/// portable one) must give the bits a plain word-by-word comparison gives.
+/// the stack's image, at any offset in the map. Two words per step, it must give the bits a plain
+/// word-by-word comparison gives.
 @Suite struct StackImageCompareTests {
   /// Words that differ from `reference` where `random` says so, in runs and alone.
   private func wordsDiffering(
@@ -31,53 +31,44 @@ import Testing
     return map
   }
 
-  private func marked(
-    _ words: [UInt64], _ reference: [UInt64], first: Int, length: Int, vector: Bool
-  ) -> [UInt64]? {
+  private func marked(_ words: [UInt64], _ reference: [UInt64], first: Int, length: Int)
+    -> [UInt64]
+  {
     var map = [UInt64](repeating: 0, count: length)
-    let done = words.withUnsafeBufferPointer { wordsBuffer in
+    words.withUnsafeBufferPointer { wordsBuffer in
       reference.withUnsafeBufferPointer { referenceBuffer in
         map.withUnsafeMutableBufferPointer { mapBuffer in
           cu_shared_stack_mark_differences(
             wordsBuffer.baseAddress!, referenceBuffer.baseAddress!, words.count, first,
-            mapBuffer.baseAddress!, vector ? 1 : 0)
+            mapBuffer.baseAddress!)
         }
       }
     }
-    return done == 1 ? map : nil
+    return map
   }
 
-  @Test(arguments: [false, true])
-  func marksExactlyTheWordsThatDiffer(vector: Bool) throws {
-    if vector, cu_shared_stack_uses_avx2() == 0 {
-      #expect(marked([1], [2], first: 0, length: 1, vector: true) == nil)  // refused, untouched
-      return
-    }
+  @Test func marksExactlyTheWordsThatDiffer() {
     var random = SplitMix64(seed: 6)
     // Every count up to three map words, at offsets that start mid-word, on a word boundary
-    // and just before one; the last word of each run of 64 and the tail after the last step
-    // of four are where a shifted mask goes wrong.
+    // and just before one; the last word of each run of 64 and the odd word after the last step
+    // of two are where a shifted mask goes wrong.
     for count in 0...192 {
       for first in [0, 1, 3, 9, 31, 60, 63, 64, 100] {
         let reference = (0..<count).map { _ in random.next() }
         let words = wordsDiffering(from: reference, &random)
         let length = (first + count + 63) / 64 + 1
         let expected = expectedMap(words, reference, first: first, length: length)
-        let map = try #require(
-          marked(words, reference, first: first, length: length, vector: vector))
+        let map = marked(words, reference, first: first, length: length)
         #expect(map == expected, "count \(count), first \(first)")
       }
     }
   }
 
-  @Test(arguments: [false, true])
-  func setsEveryBitWhenEveryWordDiffersAndNoneWhenNoneDoes(vector: Bool) throws {
-    guard !vector || cu_shared_stack_uses_avx2() == 1 else { return }
+  @Test func setsEveryBitWhenEveryWordDiffersAndNoneWhenNoneDoes() {
     let reference = (0..<130).map { UInt64($0) }
-    let none = try #require(marked(reference, reference, first: 9, length: 3, vector: vector))
+    let none = marked(reference, reference, first: 9, length: 3)
     #expect(none == [0, 0, 0] as [UInt64])
-    let all = try #require(
-      marked(reference.map { ~$0 }, reference, first: 9, length: 3, vector: vector))
+    let all = marked(reference.map { ~$0 }, reference, first: 9, length: 3)
     #expect(all == [~0 << 9, ~0, (1 << 11) - 1] as [UInt64])
   }
 
@@ -87,9 +78,8 @@ import Testing
     var map: [UInt64] = [0b1, 0]
     reference.withUnsafeBufferPointer { buffer in
       map.withUnsafeMutableBufferPointer { mapBuffer in
-        _ = cu_shared_stack_mark_differences(
-          buffer.baseAddress!, buffer.baseAddress!, 5, 9, mapBuffer.baseAddress!,
-          cu_shared_stack_uses_avx2())
+        cu_shared_stack_mark_differences(
+          buffer.baseAddress!, buffer.baseAddress!, 5, 9, mapBuffer.baseAddress!)
       }
     }
     #expect(map == [0b1, 0])

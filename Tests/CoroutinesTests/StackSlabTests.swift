@@ -32,49 +32,6 @@ import Testing
     #expect(cu_stack_slab_fiber(slab, 3) == nil)
   }
 
-  /// Whether the page holding `address` is resident (mincore).
-  private func isResident(_ address: UInt) -> Bool {
-    let page = UInt(cu_page_size())
-    var flag: UInt8 = 0
-    let start = UnsafeMutableRawPointer(bitPattern: address / page * page)
-    return mincore(start, Int(page), &flag) == 0 && flag & 1 == 1
-  }
-
-  @Test func preparedSlotsAreResidentAtTheTopAndBuildLikeFreshOnes() throws {
-    let slab = try #require(cu_stack_slab_new(64 * 1024, 64 * 1024, 8))
-    defer { cu_stack_slab_free(slab) }
-    let first = try #require(cu_stack_slab_fiber(slab, 0))
-    let second = try #require(cu_stack_slab_fiber(slab, 1))
-    let stride =
-      UInt(bitPattern: UnsafeRawPointer(second)) - UInt(bitPattern: UnsafeRawPointer(first))
-    let fiberAddress = { (index: Int) in
-      UInt(bitPattern: UnsafeRawPointer(first)) + UInt(index) * stride
-    }
-    // A range that starts on a slot already built (left as it is) and runs past the slab's end.
-    cu_stack_slab_prepare(slab, 1, 4)
-    cu_stack_slab_prepare(slab, 7, 5)
-    var uname = utsname()
-    _ = Glibc.uname(&uname)
-    let release = withUnsafeBytes(of: uname.release) {
-      String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-    }
-    let version = release.split(separator: ".").prefix(2).compactMap { Int($0) }
-    // process_madvise on the calling process, which the batch needs, came with Linux 6.14.
-    if version.count == 2, version[0] > 6 || (version[0] == 6 && version[1] >= 14) {
-      for index in [2, 3, 4, 7] { #expect(isResident(fiberAddress(index)), "slot \(index)") }
-    }
-    #expect(!isResident(fiberAddress(5)) && !isResident(fiberAddress(6)))
-    #expect(try #require(cu_stack_slab_fiber(slab, 1)) == second)
-    for index in 2..<8 {
-      let fiber = try #require(cu_stack_slab_fiber(slab, index))
-      #expect(UInt(bitPattern: UnsafeRawPointer(fiber)) == fiberAddress(index))
-      #expect(cu_fiber_stack_size(fiber) >= 64 * 1024)
-      // The page just below the record is the stack's first, zeroed like any fresh page.
-      let below = UnsafeRawBufferPointer(start: UnsafeRawPointer(fiber) - 256, count: 256)
-      #expect(below.allSatisfy { $0 == 0 })
-    }
-  }
-
   @Test func releasedSlotsOfSeveralSlabsComeBackZeroed() throws {
     let first = try #require(cu_stack_slab_new(64 * 1024, 64 * 1024, 3))
     let second = try #require(cu_stack_slab_new(64 * 1024, 64 * 1024, 2))

@@ -1,4 +1,5 @@
 import CBaselines
+import CUContext
 import Coroutines
 import Foundation
 
@@ -41,6 +42,18 @@ enum Child {
       numbers = [cell.wallNanoseconds, Double(cell.threads), cell.peakBytes]
     case "generator":
       numbers = [CoroutineFigures.generatorNext(Counts.loop(CoroutineBackend.current)), bareHere()]
+    case "delay0-runtime-swaps", "generator-runtime-swaps":
+      // The same round trips with every switch swapping Swift's exclusivity access sets through
+      // the runtime, as where the shim cannot find the thread's set (Performance.md, "Where the
+      // time goes"). The figures run on this thread, so forcing it here covers them.
+      cu_exclusivity_force_runtime_swaps(1)
+      let count = Counts.loop(CoroutineBackend.current)
+      numbers = [
+        arguments[2].hasPrefix("delay0")
+          ? try CoroutineFigures.delayZeroRoundTrip(count)
+          : CoroutineFigures.generatorNext(count),
+        bareHere(),
+      ]
     case SyncFigures.figure: numbers = try SyncFigures.measure()
     case "channel-loop":
       numbers = [try CoroutineFigures.channelPingPong(Counts.channel, acrossThreads: false)]

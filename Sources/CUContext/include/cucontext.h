@@ -1,5 +1,6 @@
-// The whole interface between the Swift runtime and the C shim. Swift sees opaque fibers,
-// plain functions and integers; ucontext_t never crosses this line.
+// The C shim's interface: the switch, fibers and their stacks. Swift sees opaque fibers, plain
+// functions and integers; ucontext_t never crosses this line. What else the runtime needs in C
+// (its thread-locals, lock, generator bias) is the CLinux module's.
 #ifndef CUCONTEXT_H
 #define CUCONTEXT_H
 
@@ -35,15 +36,9 @@ cu_stack_slab *_Nullable cu_stack_slab_new(size_t stack_size, size_t guard_size,
 /// when the guard cannot be installed.
 cu_fiber *_Nullable cu_stack_slab_fiber(cu_stack_slab *_Nonnull slab, size_t index);
 
-/// Readies the never-used slots among `first ..< first + count` for a burst of launches: their
-/// guards go in, and the top page of each stack (the fiber's record and first frames) is made
-/// resident, two system calls for the lot instead of a system call and a page fault per slot.
-/// Only an optimisation: whatever fails here is done slot by slot by cu_stack_slab_fiber.
-void cu_stack_slab_prepare(cu_stack_slab *_Nonnull slab, size_t first, size_t count);
-
-/// Gives the touched pages of these built fibers' slots back to the system, in as few system
-/// calls as it can (one for up to 1 024 fibers where the kernel takes batched advice); their
-/// guards stay, and the next cu_stack_slab_fiber of one of their slots builds a fresh fiber.
+/// Gives the touched pages of these built fibers' slots back to the system, one system call per
+/// run of neighbouring slots; their guards stay, and the next cu_stack_slab_fiber of one of their
+/// slots builds a fresh fiber.
 void cu_stack_release_fibers(cu_fiber *_Nonnull const *_Nonnull fibers, size_t count);
 
 /// Unmaps the slab and frees its record. No fiber of it may be running or suspended mid-body.
@@ -91,16 +86,11 @@ size_t cu_fiber_saved_size(const cu_fiber *_Nonnull fiber);
 /// differ from an image: below it, whole copies (faster to switch, and little memory anyway).
 enum { CU_SHARED_DELTA_MIN_FIBERS = 32 };
 
-/// 1 when a parking is compared with its stack's image four words at a time (x86_64 with AVX2,
-/// which the system saves), 0 when with the portable loop.
-int cu_shared_stack_uses_avx2(void);
-
 /// For tests: sets bit `first + i` of `map` for each of `count` words that differs from
-/// `reference`'s, with the AVX2 loop (`vector` 1) or the portable one (0). Returns 0, changing
-/// nothing, when AVX2 was asked for and is not usable here.
-int cu_shared_stack_mark_differences(const unsigned long long *_Nonnull words,
-                                     const unsigned long long *_Nonnull reference, size_t count,
-                                     size_t first, unsigned long long *_Nonnull map, int vector);
+/// `reference`'s, as a parking on a shared stack is compared with its stack's image.
+void cu_shared_stack_mark_differences(const unsigned long long *_Nonnull words,
+                                      const unsigned long long *_Nonnull reference, size_t count,
+                                      size_t first, unsigned long long *_Nonnull map);
 
 /// Arms a new or finished fiber to run `entry(argument)` from the top of its stack on the next
 /// resume. Reusing a pooled fiber this way costs no system call.
@@ -114,16 +104,8 @@ void cu_fiber_prepare(cu_fiber *_Nonnull fiber, cu_fiber_entry _Nonnull entry,
 void cu_fiber_resume(cu_fiber *_Nonnull fiber, void *_Nullable coroutine);
 
 /// Hints to the processor, for a loop that knows which coroutines it resumes next: fetch the
-/// memory at `address` (an object); fetch the fiber's saved context; fetch the top of its saved
-/// frames (read from that context, so ask for the context a little earlier).
-void cu_prefetch(const void *_Nonnull address);
-/// The same for `bytes` bytes from `address` (a whole object), inlined into the caller.
-static inline void cu_prefetch_bytes(const void *_Nonnull address, size_t bytes) {
-  const char *line = (const char *)((unsigned long)address & ~63ul);
-  for (const char *end = (const char *)address + bytes; line < end; line += 64) {
-    __builtin_prefetch(line, 1);
-  }
-}
+/// fiber's saved context; fetch the top of its saved frames (read from that context, so ask for
+/// the context a little earlier).
 void cu_fiber_prefetch_context(const cu_fiber *_Nonnull fiber);
 void cu_fiber_prefetch_frames(const cu_fiber *_Nonnull fiber);
 
@@ -182,18 +164,6 @@ int cu_backend_probe(int backend);
 
 /// The coroutine running on this thread, or NULL.
 void *_Nullable cu_tls_current_coroutine(void);
-/// The scheduler loop this thread is running, or NULL.
-void *_Nullable cu_tls_current_loop(void);
-/// Sets the scheduler loop this thread is running.
-void cu_tls_set_current_loop(void *_Nullable loop);
-/// The test loop this thread is driving, or NULL.
-/// The calling thread's part of the coroutine registry, of `count`: threads take them in turn,
-/// so the threads of a loop group each list their coroutines behind a lock of their own.
-int cu_tls_registry_shard(int count);
-
-void *_Nullable cu_tls_current_test_loop(void);
-/// Sets the test loop this thread is driving.
-void cu_tls_set_current_test_loop(void *_Nullable loop);
 
 /// 1 when switches can tell, without calling into the Swift runtime, that neither side has an
 /// exclusivity access in flight, and so skip swapping the access sets; 0 when every switch swaps.
@@ -202,149 +172,6 @@ int cu_exclusivity_swap_skippable(void);
 /// For tests: 1 makes every switch on the calling thread swap the access sets through the
 /// runtime, as on a runtime whose set the shim cannot find; 0 goes back to skipping when it can.
 void cu_exclusivity_force_runtime_swaps(int force);
-
-// A one-word lock for short critical sections (channels, generators). Uncontended, taking and
-// releasing it is one atomic instruction each, inlined into the caller; a pthread mutex costs
-// two calls and about 50 instructions per pair. Contended, a taker spins briefly and then
-// sleeps on a futex. The word is 0 when free, 1 when held, 2 when held and someone may sleep.
-
-/// The contended halves, out of line (lock.c).
-void cu_lock_wait(uint32_t *_Nonnull word);
-void cu_lock_wake(uint32_t *_Nonnull word);
-
-/// Takes the lock at `word`, sleeping while another thread holds it.
-static inline void cu_lock(uint32_t *_Nonnull word) {
-  uint32_t expected = 0;
-  if (!__atomic_compare_exchange_n(word, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-    cu_lock_wait(word);
-  }
-}
-
-/// Releases the lock at `word`, waking one sleeper if there may be one.
-static inline void cu_unlock(uint32_t *_Nonnull word) {
-  if (__atomic_exchange_n(word, 0, __ATOMIC_RELEASE) == 2) cu_lock_wake(word);
-}
-
-// A loop group's count of live coroutines, kept by each of its threads on a cache line of its
-// own: how many coroutines the thread created and how many finished on it. A group thread counts
-// with plain stores (it is the only writer of its tally); one shared counter cost every launch
-// and every finish a locked instruction on a line that all the group's threads fought over.
-// Threads outside the group count on a tally of their own with atomic additions. The sum is
-// only read to decide whether a shut-down group may end, which is rare.
-typedef struct cu_live_tally {
-  long created;
-  long finished;
-  char padding[48];  // to 64 bytes; allocated 64-byte aligned
-} cu_live_tally;
-
-/// A coroutine was created (`finished` 0) or finished (1) on the tally's own thread.
-static inline void cu_live_tally_count_here(cu_live_tally *_Nonnull tally, int finished) {
-  long *count = finished ? &tally->finished : &tally->created;
-  __atomic_store_n(count, __atomic_load_n(count, __ATOMIC_RELAXED) + 1, __ATOMIC_RELEASE);
-}
-
-/// The same, on a tally that several threads share.
-static inline void cu_live_tally_count_shared(cu_live_tally *_Nonnull tally, int finished) {
-  __atomic_fetch_add(finished ? &tally->finished : &tally->created, 1, __ATOMIC_SEQ_CST);
-}
-
-/// Coroutines created and not finished, over `count` tallies. Every finish it sees had its
-/// creation counted before it (the coroutine passed from its creator to where it finished), so
-/// a sum of zero means that no coroutine counted so far is still live.
-static inline long cu_live_tally_sum(const cu_live_tally *_Nonnull tallies, size_t count) {
-  long finished = 0, created = 0;
-  for (size_t index = 0; index < count; index++) {
-    finished += __atomic_load_n(&tallies[index].finished, __ATOMIC_SEQ_CST);
-  }
-  for (size_t index = 0; index < count; index++) {
-    created += __atomic_load_n(&tallies[index].created, __ATOMIC_SEQ_CST);
-  }
-  return created - finished;
-}
-
-// A flag owned by one thread, for the hot path of an inline generator (whose `next()` nearly
-// always comes from the same thread): the owner enters and leaves with plain stores and loads,
-// no locked instruction, and any other thread that needs to see whether the owner is inside
-// first *closes* the bias, paying one process-wide barrier (membarrier) instead. This is an
-// asymmetric Dekker pairing: the owner stores `session` and then loads `owner`; a closer stores
-// `owner` and then, after the heavy barrier, loads `session`; the barrier guarantees that at
-// least one of them sees the other's store. Once closed, a bias stays closed.
-//
-// Swift code must not touch the fields; only the functions below.
-typedef struct cu_bias {
-  uintptr_t owner;  // 0: unclaimed; CU_BIAS_CLOSED; else the owning thread's token
-  int session;      // 1 while the owner is inside a biased session
-} cu_bias;
-
-#define CU_BIAS_CLOSED ((uintptr_t)1)
-
-/// What `cu_bias_enter` found.
-typedef enum cu_bias_entry {
-  CU_BIAS_ENTERED = 1,   // a biased session began: leave it with cu_bias_leave
-  CU_BIAS_CLASSIC = 0,   // not the owner, or closed: use the locked protocol
-  CU_BIAS_REENTERED = -1 // the owner is already inside a session (a call overlapping itself)
-} cu_bias_entry;
-
-/// A token for the calling thread, unique among live threads (the address of its thread-local
-/// state). A real call, as every thread-local access.
-uintptr_t cu_tls_thread_token(void);
-
-/// What an inline generator's `next()` reads of the calling thread, in one call on its hot path.
-typedef struct cu_thread_view {
-  uintptr_t thread;           // cu_tls_thread_token()
-  void *_Nullable coroutine;  // cu_tls_current_coroutine()
-  void *_Nullable loop;       // the loop this thread runs, else the test loop it drives, or NULL
-} cu_thread_view;
-
-cu_thread_view cu_tls_view(void);
-
-/// 1 if this process can close biases with a heavy barrier (membarrier, registered on first
-/// use); 0 without it, and under ThreadSanitizer, which cannot see such a barrier. Without it no
-/// bias is ever claimed.
-int cu_bias_available(void);
-
-/// Claims an unclaimed bias for `thread` if biases are available; 1 if `thread` owns it now.
-int cu_bias_claim(cu_bias *_Nonnull bias, uintptr_t thread);
-
-/// For tests: 1 makes the calling thread's claims fail, so that what it drives uses the locked
-/// protocol, as on a kernel without membarrier; 0 goes back. Other threads are not affected.
-void cu_bias_refuse_claims(int refuse);
-
-/// Makes sure no biased session can begin or is unseen from `thread` any more: a no-op for the
-/// owner itself and for a closed bias; otherwise closes it (with the heavy barrier if another
-/// thread owned it). Afterwards `cu_bias_in_session` tells whether the old owner is inside.
-void cu_bias_close(cu_bias *_Nonnull bias, uintptr_t thread);
-
-/// Begins a session for `thread` if it owns the bias; see the enum above.
-static inline cu_bias_entry cu_bias_enter(cu_bias *_Nonnull bias, uintptr_t thread) {
-  if (__atomic_load_n(&bias->owner, __ATOMIC_RELAXED) != thread) return CU_BIAS_CLASSIC;
-  if (__atomic_load_n(&bias->session, __ATOMIC_RELAXED)) return CU_BIAS_REENTERED;
-  __atomic_store_n(&bias->session, 1, __ATOMIC_RELAXED);
-  // Compiler-only: the closer's heavy barrier stands in for the fence the processor would need
-  // between this store and the load below.
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  if (__atomic_load_n(&bias->owner, __ATOMIC_ACQUIRE) == thread) return CU_BIAS_ENTERED;
-  __atomic_store_n(&bias->session, 0, __ATOMIC_RELEASE);
-  return CU_BIAS_CLASSIC;
-}
-
-/// Ends a biased session; 1 if the bias was closed meanwhile, so that a closer may have left
-/// work to the owner (queued jobs, a cancellation).
-static inline int cu_bias_leave(cu_bias *_Nonnull bias, uintptr_t thread) {
-  __atomic_store_n(&bias->session, 0, __ATOMIC_RELEASE);
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  return __atomic_load_n(&bias->owner, __ATOMIC_ACQUIRE) != thread;
-}
-
-/// 1 while the owner is inside a biased session; meaningful after `cu_bias_close`.
-static inline int cu_bias_in_session(const cu_bias *_Nonnull bias) {
-  return __atomic_load_n(&bias->session, __ATOMIC_ACQUIRE);
-}
-
-/// For tests: the bias's owner token (0 unclaimed, CU_BIAS_CLOSED closed).
-static inline uintptr_t cu_bias_owner(const cu_bias *_Nonnull bias) {
-  return __atomic_load_n(&bias->owner, __ATOMIC_ACQUIRE);
-}
 
 #ifdef __cplusplus
 }

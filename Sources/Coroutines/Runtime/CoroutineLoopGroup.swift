@@ -1,3 +1,4 @@
+import CLinux
 import CUContext
 import Foundation
 import Synchronization
@@ -49,7 +50,7 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   private let nextLoop = Atomic<Int>(0)
   /// Coroutines launched on the group and not yet finished, counted by each loop's thread on
   /// its own tally (`tallies[loop.groupIndex]`) and by other threads on the last one.
-  private let tallies: UnsafeMutablePointer<cu_live_tally>
+  private let tallies: UnsafeMutablePointer<LiveTally>
   /// Loops asleep in their pollers: a loop with more ready coroutines than it can run at once
   /// wakes one of them to take some.
   let sleepingLoops = Atomic<Int>(0)
@@ -65,9 +66,7 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
     coPrecondition(
       threads > 0, "CoroutineLoopGroup(threads:): \(threads) threads; a group needs at least one")
     self.loops = (0..<threads).map { _ in CoroutineLoop(inGroup: ()) }
-    tallies = UnsafeMutableRawPointer.allocate(
-      byteCount: MemoryLayout<cu_live_tally>.stride * (threads + 1), alignment: 64
-    ).initializeMemory(as: cu_live_tally.self, repeating: cu_live_tally(), count: threads + 1)
+    tallies = LiveTally.allocate(threads + 1)
     for (index, loop) in loops.enumerated() { loop.joinGroup(self, index: index) }
     for (index, loop) in loops.enumerated() {
       finished.enter()
@@ -219,17 +218,17 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   private func count(finished: Bool) {
     if let loop = currentLoop {
       let index = loop._withUnsafeGuaranteedRef { $0.groupIndex }
-      cu_live_tally_count_here(tallies + index, finished ? 1 : 0)
+      tallies[index].countHere(finished: finished)
       return
     }
     // Sequentially consistent, with the look at `isShutDown` in `enqueueStart` that follows a
     // creation: a launch that finds the group open is counted before any loop can see it idle.
-    cu_live_tally_count_shared(tallies + loops.count, finished ? 1 : 0)
+    tallies[loops.count].countShared(finished: finished)
     if finished, isShutDown.load(ordering: .sequentiallyConsistent), liveCount == 0 { wakeAll() }
   }
 
   /// Coroutines launched on the group and not yet finished (exact once the group is quiet).
-  var liveCount: Int { cu_live_tally_sum(tallies, loops.count + 1) }
+  var liveCount: Int { LiveTally.sum(tallies, count: loops.count + 1) }
 
   /// True once ``shutdown()`` was called and every coroutine of the group has finished: each
   /// loop then ends as soon as it has nothing of its own left to run.

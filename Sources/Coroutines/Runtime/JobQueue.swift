@@ -1,3 +1,4 @@
+import CLinux
 import CUContext
 
 /// A unit of work on a loop: a closure, or a coroutine to resume or to start (no closure

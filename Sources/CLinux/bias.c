@@ -1,13 +1,19 @@
-// The slow side of a thread-biased flag (cu_bias in cucontext.h): claiming and closing.
+// The slow side of a thread-biased flag (cu_bias in clinux.h): claiming and closing.
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cucontext.h"
-#include "fiber.h"
-#include "sanitizer.h"
+#include "clinux.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define CU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CU_TSAN 1
+#endif
+#endif
 
 static int heavy_barrier_ready;
 static pthread_once_t heavy_barrier_once = PTHREAD_ONCE_INIT;

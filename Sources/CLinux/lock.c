@@ -1,4 +1,4 @@
-// The contended halves of cu_lock (cucontext.h), after Drepper's "Futexes Are Tricky": a taker
+// The contended halves of cu_lock (clinux.h), after Drepper's "Futexes Are Tricky": a taker
 // that finds the lock held marks it 2 ("someone may sleep") before sleeping, so a releaser
 // calls into the kernel only when that mark is set.
 #define _GNU_SOURCE
@@ -6,7 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cucontext.h"
+#include "clinux.h"
 
 // Critical sections under these locks are a few dozen instructions: a short spin usually sees
 // the holder leave, which is far cheaper than a sleep and a wake-up through the kernel.
