@@ -1,3 +1,4 @@
+import CLinux
 import CUContext
 
 /// Where a coroutine resumes: queued on its loop, beside its waker in a group, pinned to the

@@ -1,3 +1,4 @@
+import CLinux
 import CUContext
 
 /// A coroutine's waits: arming one, parking until a waker claims it, waking, cancelling, and

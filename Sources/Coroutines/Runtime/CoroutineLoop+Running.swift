@@ -1,3 +1,4 @@
+import CLinux
 import CUContext
 import Foundation
 import Synchronization
