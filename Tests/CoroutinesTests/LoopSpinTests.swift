@@ -7,8 +7,80 @@ import Testing
 
 /// A loop about to sleep first spins for a while, watching for other threads' work; these
 /// check that the spin never costs correctness: timers fire on time, every cross-thread
-/// wake-up is seen whether it lands while the loop spins or sleeps, and an idle loop ends.
+/// wake-up is seen whether it lands while the loop spins or sleeps, an idle loop ends, and in a
+/// group at most half the loops spin at once.
 @Suite struct LoopSpinTests {
+  static let longBudget: UInt64 = 60_000_000_000
+
+  /// Runs `body` on a loop whose spin budget is a minute, far longer than the test may take,
+  /// and checks that the run took less than half of that: a spin that ignored what it must give
+  /// way to would last the whole budget.
+  static func runWithLongSpinBudget<T>(
+    sourceLocation: SourceLocation = #_sourceLocation, _ body: @escaping () throws -> T
+  ) throws -> T {
+    let clock = ContinuousClock()
+    let started = clock.now
+    let result = try CoroutineLoop.run { () throws -> T in
+      CoroutineLoop.current!.setSpinBudgetForTesting(longBudget)
+      return try body()
+    }
+    #expect(clock.now - started < .seconds(30), sourceLocation: sourceLocation)
+    return result
+  }
+
+  /// Awaits `promise` in the calling coroutine while a plain thread runs `answer` once the
+  /// await has begun (its first look at the outcome marks the promise observed); returns the
+  /// outcome and the switches into the coroutine during the await.
+  static func awaitWhileSpinning<T: Sendable>(
+    _ promise: CoPromise<T>, answer: @escaping @Sendable () -> Void
+  ) -> (outcome: Result<T, any Error>, switches: UInt64) {
+    let coroutine = Coroutine.current!
+    PlainThreads.start {
+      _ = PlainThreads.poll { promise.wasObserved }
+      answer()
+    }
+    let before = coroutine.registryEntry.switches.load(ordering: .relaxed)
+    let outcome = Result { try co_await(promise) }
+    return (outcome, coroutine.registryEntry.switches.load(ordering: .relaxed) &- before)
+  }
+
+  @Test func anAnswerFromAPlainThreadReachesAnAwaitWhileItsLoopSpins() throws {
+    let promise = CoPromise<Int>()
+    let (outcome, switches) = try Self.runWithLongSpinBudget {
+      Self.awaitWhileSpinning(promise) { promise.fulfill(42) }
+    }
+    #expect(try outcome.get() == 42)
+    // Parked once, resumed once through the loop's queue.
+    #expect(switches == 1)
+  }
+
+  @Test func workFromAnotherThreadEndsTheSpin() throws {
+    let (outcome, switches) = try Self.runWithLongSpinBudget {
+      let loop = CoroutineLoop.current!
+      let promise = CoPromise<Int>()
+      // The answer comes from a coroutine that the other thread queues on this loop: only
+      // once the spin gives way does it run.
+      return Self.awaitWhileSpinning(promise) {
+        _ = co_launch(on: loop) { promise.fulfill(9) }
+      }
+    }
+    #expect(try outcome.get() == 9)
+    #expect(switches == 1)
+  }
+
+  @Test func cancellingAnAwaitWhileItsLoopSpinsEndsIt() throws {
+    let never = CoPromise<Int>()
+    let outcome = try Self.runWithLongSpinBudget { () -> String in
+      let waiter = co_launch { try co_await(never) }
+      PlainThreads.start {
+        _ = PlainThreads.poll { never.wasObserved }
+        waiter.cancel()
+      }
+      return try PlainThreads.valueOrCancelled(of: waiter)
+    }
+    #expect(outcome == "cancelled")
+  }
+
   @Test func aSpinningLoopStillFiresItsTimerAtTheDeadline() throws {
     let clock = ContinuousClock()
     let started = clock.now
@@ -55,6 +127,29 @@ import Testing
       return sum
     }
     #expect(sum == rounds * (rounds - 1) / 2)
+  }
+
+  /// Every loop of a group is given a long spin budget and left idle, then woken with work
+  /// again and again: at most half the loops (at least one) may spin at once, and the others
+  /// sleep. Counted by the group, not timed.
+  @Test(arguments: [2, 3, 4])
+  func aGroupLetsAtMostHalfItsLoopsSpin(threads: Int) throws {
+    let group = CoroutineLoopGroup(threads: threads)
+    let slots = max(1, threads / 2)
+    func onEveryLoop(_ body: @escaping @Sendable () -> Void) throws {
+      for loop in group.loops { try PlainThreads.value(of: co_launch(on: loop) { body() }) }
+    }
+    // Each loop, once this job is done, has nothing to run and tries to spin.
+    try onEveryLoop { CoroutineLoop.current!.setSpinBudgetForTesting(Self.longBudget) }
+    let filled = PlainThreads.poll { group.spinningLoops.load(ordering: .relaxed) == slots }
+    #expect(filled)
+    // Woken by work, each loop runs it and tries to spin again; those without a slot sleep.
+    for _ in 0..<5 { try onEveryLoop {} }
+    #expect(group.mostSpinningLoops.load(ordering: .relaxed) == slots)
+    // Ends the spins, which would otherwise hold the shutdown for the whole budget.
+    try onEveryLoop { CoroutineLoop.current!.setSpinBudgetForTesting(0) }
+    group.shutdown()
+    #expect(group.spinningLoops.load(ordering: .relaxed) == 0)
   }
 
   @Test func channelsBetweenTwoSpinningLoopsLoseNothing() throws {

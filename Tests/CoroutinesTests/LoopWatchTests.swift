@@ -9,40 +9,6 @@ import Testing
 /// loop hands that coroutine over by its state, a loop's thread takes it away as usual, and a
 /// loop about to sleep ends the watch first.
 @Suite struct LoopWatchTests {
-  /// Waits on this (plain) thread until `condition` holds or ten seconds pass; whether it held.
-  static func poll(_ condition: () -> Bool) -> Bool {
-    let deadline = DispatchTime.now() + .seconds(10)
-    while !condition() {
-      if DispatchTime.now() > deadline { return false }
-      sched_yield()
-    }
-    return true
-  }
-
-  /// Runs `body` on a thread of its own, which runs no loop: the polls below spin, and on
-  /// Dispatch's threads they held back other tests' jobs until Dispatch added a thread.
-  static func onPlainThread(_ body: @escaping @Sendable () -> Void) {
-    Thread(block: body).start()
-  }
-
-  /// Awaits `task` in the calling coroutine: "cancelled" when it ends with
-  /// `CancellationError`, else its value described.
-  static func valueOrCancelled<T>(of task: CoTask<T>) throws -> String {
-    do {
-      return "value \(try co_await(task))"
-    } catch is CancellationError {
-      return "cancelled"
-    }
-  }
-
-  /// The task's value, waited for on this thread.
-  static func value<T>(of task: CoTask<T>) throws -> T {
-    let done = DispatchSemaphore(value: 0)
-    task.whenComplete { _ in done.signal() }
-    done.wait()
-    return try task.result!.get()
-  }
-
   @Test func aPlainThreadHandsAWatchedCoroutineToItsSpinningLoop() throws {
     let first = CoPromise<Int>()
     let second = CoPromise<Int>()
@@ -53,12 +19,12 @@ import Testing
       CoroutineLoop.current!.setSpinBudgetForTesting(100_000_000)
       // Parked by a start, then by a resumption: only the second park is watched.
       let waiter = co_launch(name: "waiter") { try co_await(first) + co_await(second) }
-      Self.onPlainThread {
+      PlainThreads.start {
         // Its first park comes from its start, which is never watched: settled only after it.
-        _ = Self.poll { waiter.coroutine.currentState == .suspended }
+        _ = PlainThreads.poll { waiter.coroutine.currentState == .suspended }
         first.fulfill(1)
         sawWatched.store(
-          Self.poll { waiter.coroutine.currentState == .watched }, ordering: .relaxed)
+          PlainThreads.poll { waiter.coroutine.currentState == .watched }, ordering: .relaxed)
         reported.withLock { state in
           state = CoroutineDiagnostics.liveCoroutines().first { $0.name == "waiter" }?.state
         }
@@ -85,13 +51,13 @@ import Testing
         inSecondWait.increment()
         return try one + co_await(second)
       }
-      Self.onPlainThread {
+      PlainThreads.start {
         // Its first park comes from its start, which is never watched: settled only after it.
-        _ = Self.poll { waiter.coroutine.currentState == .suspended }
+        _ = PlainThreads.poll { waiter.coroutine.currentState == .suspended }
         first.fulfill(1)
         // Watched first, then merely suspended once the loop has gone to sleep.
         sawSuspended.store(
-          Self.poll {
+          PlainThreads.poll {
             inSecondWait.value > 0
               && waiter.coroutine.currentState == .suspended
           },
@@ -137,8 +103,8 @@ import Testing
         return watched
       }
     }
-    #expect(try Self.value(of: waker))
-    #expect(try Self.value(of: receiver) == 7)
+    #expect(try PlainThreads.value(of: waker))
+    #expect(try PlainThreads.value(of: receiver) == 7)
   }
 
   @Test func cancellingAWatchedCoroutineFromAPlainThreadEndsItsWait() throws {
@@ -151,14 +117,14 @@ import Testing
         try co_await(gate)
         return try co_await(never)
       }
-      Self.onPlainThread {
-        _ = Self.poll { waiter.coroutine.currentState == .suspended }
+      PlainThreads.start {
+        _ = PlainThreads.poll { waiter.coroutine.currentState == .suspended }
         gate.fulfill(())
         sawWatched.store(
-          Self.poll { waiter.coroutine.currentState == .watched }, ordering: .relaxed)
+          PlainThreads.poll { waiter.coroutine.currentState == .watched }, ordering: .relaxed)
         waiter.cancel()
       }
-      return try Self.valueOrCancelled(of: waiter)
+      return try PlainThreads.valueOrCancelled(of: waiter)
     }
     #expect(outcome == "cancelled")
     let watched = sawWatched.load(ordering: .relaxed)

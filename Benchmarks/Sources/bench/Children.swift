@@ -76,6 +76,11 @@ enum Child {
       let count = Int(name.dropFirst("sharedmemory-".count))!
       let result = try CoroutineFigures.residentMemoryPerParked(count, stack: .shared)
       numbers = [result.bytes, Double(result.parked), Double(result.failed)]
+    case let name where name.hasPrefix("await-"):
+      guard let awaits = try CrossThreadFigures.measure(name) else {
+        fatalError("unknown figure \(name)")
+      }
+      numbers = awaits
     case let name where name.hasPrefix("load-"):
       guard let load = try LoadFigures.measure(name) else { fatalError("unknown figure \(name)") }
       numbers = load

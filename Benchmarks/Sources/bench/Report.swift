@@ -48,6 +48,7 @@ private func format(_ value: Double, _ unit: String) -> String {
   case "ns":
     value >= 10_000 ? String(format: "%.1f µs", value / 1000) : String(format: "%.1f ns", value)
   case "KiB": String(format: "%.2f KiB", value)
+  case "CPU s/s": String(format: "%.2f CPU s/s", value)
   case "req/s": String(format: "%.0f req/s", value)
   case "µs": value < 100 ? String(format: "%.2f µs", value) : String(format: "%.0f µs", value)
   default: String(format: "%.2f %@", value, unit)

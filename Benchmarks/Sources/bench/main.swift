@@ -167,6 +167,7 @@ for backend in backends {
       ours: promise[backend]?[0], baseline: "continuation resumed on another thread",
       baselineValue: continuation, target: backend == CoroutineBackend.current ? 0.5 : nil))
 }
+rows += try CrossThreadFigures.rows()
 for backend in backends {
   rows.append(
     Row(

@@ -22,11 +22,10 @@ extension Coroutine {
 /// Waits for `future` to settle, suspending the coroutine (never the thread), and returns its
 /// value or throws its error.
 ///
-/// On a ``CoroutineLoop`` with nothing else to run, whose coroutines other threads answered
-/// quickly of late, the coroutine first watches the future for up to a few microseconds before
-/// it parks: an answer from another thread then reaches it without a switch. Anything else for
-/// the loop to do (a queued coroutine, another thread's job, a timer due, a descriptor to watch)
-/// and cancellation rule the watch out or end it at once.
+/// A future settled on another thread wakes the coroutine as any wait is woken. A
+/// ``CoroutineLoop`` with nothing else to run, whose coroutines other threads answered quickly
+/// of late, spins for a few microseconds before it sleeps, watching for the answer, so that it
+/// usually reaches the coroutine without a trip through the kernel.
 ///
 /// - Throws: The future's error; `CancellationError` at once if the coroutine is cancelled
 ///   while waiting; ``CoroutineError/notInCoroutine`` outside a coroutine.
@@ -36,10 +35,6 @@ public func co_await<T>(_ future: CoFuture<T>) throws -> T {
   try Coroutine.requireCurrentUnretained()._withUnsafeGuaranteedRef { coroutine in
     if coroutine.isCancelled { throw CancellationError() }
     if let settled = future.result { return try settled.get() }
-    // `result` marked the future observed: an outcome published while the coroutine spins
-    // may be read without the lock.
-    coroutine.spinForAnswer { future.hasPublished }
-    if let settled = future.outcomeIfPublished { return try settled.get() }
     return try coroutine.suspend(awaiting: future)
   }
 }

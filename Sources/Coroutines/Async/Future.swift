@@ -23,9 +23,7 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
   // most `T`'s own metadata, which the instance's class already holds.
   @usableFromInline let futureLock = Mutex<Void>(())
   // The one-byte fields follow the 4-byte lock, in the padding before the first word.
-  /// Written only inside `futureLock`, read there too; the store that publishes an outcome
-  /// releases it, so that a coroutine spinning on the future may read a published outcome
-  /// without the lock (see ``outcomeIfPublished``).
+  /// Written only inside `futureLock`, read there too.
   @usableFromInline let futureStateWord = Atomic<FutureState>(.pending)
   /// Whether anyone has looked at the outcome (see ``CoUnhandledErrors``).
   @usableFromInline @exclusivity(unchecked) final var futureObserved = false
@@ -311,16 +309,6 @@ public class CoFuture<T>: @unchecked Sendable, TrampolineTarget {  // state is b
     let box = Unmanaged<FutureValueBox<T>>.fromOpaque(UnsafeRawPointer(bitPattern: futureWord)!)
     return .success(box.takeUnretainedValue().value)
   }
-
-  /// True once the outcome is published; a lock-free look, for a coroutine spinning on it. The
-  /// acquiring load pairs with the releasing store that published it, after the outcome was
-  /// written, so the outcome may then be read without the lock.
-  @inlinable
-  final var hasPublished: Bool { futureStateWord.load(ordering: .acquiring) != .pending }
-
-  /// The outcome if it is published, read without the lock; nil while pending.
-  @inlinable
-  final var outcomeIfPublished: Result<T, any Error>? { hasPublished ? publishedOutcome : nil }
 
   /// Publishes the outcome already written with ``storeOutcome(_:)`` and notifies the
   /// observers, if the future is still pending; returns the outcome if it did. A task settles

@@ -91,15 +91,6 @@ extension Coroutine {
     wake()
   }
 
-  /// Spins, before parking until `answered()` is true, while the loop running the coroutine
-  /// has nothing else to do (see `CoroutineLoop.spinForAnswer`); stops early on cancellation.
-  /// The caller looks at its answer again afterwards.
-  @usableFromInline
-  func spinForAnswer(_ answered: () -> Bool) {
-    guard let loop = loopRunningHereUnretained else { return }
-    loop._withUnsafeGuaranteedRef { $0.spinForAnswer { answered() || isCancelled } }
-  }
-
   // MARK: Waking (any thread)
 
   /// Claims the wait of `generation`; only one claim per wait succeeds.

@@ -2,8 +2,8 @@ import CUContext
 import Foundation
 import Synchronization
 
-/// How a loop spins, watching for other threads' work, before it sleeps or while a coroutine
-/// awaits another thread's answer.
+/// How a loop spins before it sleeps, watching for other threads' work and for the hand-over
+/// of the coroutine it parked last.
 extension CoroutineLoop {
   /// The longest the loop spins before sleeping: about the time another thread takes to be
   /// woken and answer (a few microseconds here), with room to spare.
@@ -22,36 +22,21 @@ extension CoroutineLoop {
     spinBudget = nanoseconds
   }
 
-  /// Before sleeping, watches for other threads' work for up to `spinBudget`, offering the
-  /// processor to other threads every `spinBetweenYields`. Falling asleep and being woken costs
-  /// each side a trip through the kernel (about 5 µs per cross-thread round trip on this
-  /// machine), so when a reply is about to come, as it is when a coroutine awaits another
-  /// thread's answer, spinning is much faster. The budget adapts: it is spent only after a recent sleep ended early by
-  /// another thread's work (see `waitForWork`), and halves after every spin that found
-  /// nothing, so a loop whose coroutines wait for timers or long jobs soon does not spin at
-  /// all. It never spins past the nearest timer's deadline.
+  /// Before sleeping, watches for other threads' work and for the hand-over of the watched
+  /// coroutine (see CoroutineLoop+Watch.swift) for up to `spinBudget`, offering the processor
+  /// to other threads every `spinBetweenYields`. Falling asleep and being woken costs each side
+  /// a trip through the kernel (about 5 µs per cross-thread round trip on this machine), so
+  /// when a reply is about to come, as it is when a coroutine awaits another thread's answer,
+  /// spinning is much faster. This is the runtime's only spin. The budget adapts: it is spent
+  /// only after a recent sleep ended early by another thread's work (see `waitForWork`), and
+  /// halves after every spin that found nothing, so a loop whose coroutines wait for timers or
+  /// long jobs soon does not spin at all. It never spins past the nearest timer's deadline.
+  ///
+  /// A loop of a group spins only with one of the group's spin slots (see
+  /// `CoroutineLoopGroup.takeSpinSlot`); without one it sleeps at once.
   ///
   /// Returns true when work arrived (or a timer fell due) and the loop should run it.
   func spinForRemoteWork() -> Bool {
-    spin { watchedNeedsAttention }
-  }
-
-  /// For a coroutine of this loop about to park until another thread answers it: spins on its
-  /// stack while the loop has nothing else to run, as the loop would before sleeping, until
-  /// `answered()` is true. Parking and being handed back costs the claim of the coroutine's
-  /// wait, a switch out and a switch in; an answer seen here costs none of them. Returns at
-  /// once, not spinning, when the loop has jobs queued, ready coroutines or descriptors to
-  /// watch, or no budget (see `spinForRemoteWork`); and when other threads' work arrives or a
-  /// timer falls due.
-  func spinForAnswer(_ answered: () -> Bool) {
-    guard spinBudget > 0, poller.waiterCount == 0, mayWatch else { return }
-    _ = spin(until: answered)
-  }
-
-  /// Spins for up to `spinBudget` (see `spinForRemoteWork`). Returns true as soon as `found()`
-  /// is true or other threads' work may wait, or at once when a timer is due already; false
-  /// when the budget is spent or a timer fell due meanwhile, halving the budget.
-  private func spin(until found: () -> Bool) -> Bool {
     guard spinBudget > 0, liveCoroutines > 0 || groupReference != nil else { return false }
     let start = monotonicNanoseconds()
     var end = start &+ spinBudget
@@ -59,10 +44,14 @@ extension CoroutineLoop {
       if deadline <= start { return true }
       end = min(end, deadline)
     }
+    if let group = groupReference, !group._withUnsafeGuaranteedRef({ $0.takeSpinSlot() }) {
+      return false
+    }
+    defer { groupReference?._withUnsafeGuaranteedRef { $0.giveBackSpinSlot() } }
     var nextYield = start &+ Self.spinBetweenYields
     while true {
       for _ in 0..<64 {
-        if remoteWorkMayWait || found() { return true }
+        if remoteWorkMayWait || watchedNeedsAttention { return true }
       }
       let now = monotonicNanoseconds()
       if now >= end { break }

@@ -54,6 +54,12 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
   /// Loops asleep in their pollers: a loop with more ready coroutines than it can run at once
   /// wakes one of them to take some.
   let sleepingLoops = Atomic<Int>(0)
+  /// Loops spinning for other threads' work before they sleep (see `takeSpinSlot()`).
+  let spinningLoops = Atomic<Int>(0)
+  /// The most loops that spun at once so far: for tests.
+  let mostSpinningLoops = Atomic<Int>(0)
+  /// How many loops may spin at once: half the loops, and at least one.
+  let spinSlots: Int
   private let isShutDown = Atomic<Bool>(false)
   /// Left by each thread as its loop ends.
   private let finished = DispatchGroup()
@@ -66,6 +72,7 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
     coPrecondition(
       threads > 0, "CoroutineLoopGroup(threads:): \(threads) threads; a group needs at least one")
     self.loops = (0..<threads).map { _ in CoroutineLoop(inGroup: ()) }
+    self.spinSlots = max(1, threads / 2)
     tallies = LiveTally.allocate(threads + 1)
     for (index, loop) in loops.enumerated() { loop.joinGroup(self, index: index) }
     for (index, loop) in loops.enumerated() {
@@ -207,6 +214,31 @@ public final class CoroutineLoopGroup: CoroutineScheduler, CoroutineAccounting,
     for loop in loops where loop !== busy {
       if loop.wakeIfAsleep() { return }
     }
+  }
+
+  // MARK: Spinning
+
+  /// Takes one of the group's spin slots for a loop about to spin, if one is free; a loop that
+  /// gets none sleeps at once. Go's scheduler lets at most half its busy processors spin
+  /// looking for work: more spinners catch work no sooner, and take cores from the threads
+  /// that do it. A group of one, like a lone loop, may spin.
+  func takeSpinSlot() -> Bool {
+    var spinning = spinningLoops.load(ordering: .relaxed)
+    while spinning < spinSlots {
+      let (taken, found) = spinningLoops.compareExchange(
+        expected: spinning, desired: spinning + 1, ordering: .relaxed)
+      if taken {
+        _ = mostSpinningLoops.max(spinning + 1, ordering: .relaxed)
+        return true
+      }
+      spinning = found
+    }
+    return false
+  }
+
+  /// Gives back a slot taken with `takeSpinSlot()`, once the loop stops spinning.
+  func giveBackSpinSlot() {
+    _ = spinningLoops.subtract(1, ordering: .relaxed)
   }
 
   // MARK: Accounting

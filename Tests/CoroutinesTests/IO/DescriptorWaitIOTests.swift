@@ -40,8 +40,8 @@ extension IOTests {
         }
         try co_delay(0)  // the waiter is registered
         let writeEnd = pipe.writeEnd
-        LoopWatchTests.onPlainThread {
-          _ = LoopWatchTests.poll { answer.wasObserved }
+        PlainThreads.start {
+          _ = PlainThreads.poll { answer.wasObserved }
           var byte: UInt8 = 1
           _ = write(writeEnd, &byte, 1)
         }
