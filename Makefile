@@ -15,18 +15,21 @@ build:
 # still prints each programming error's message (it skips, saying why, when that build is
 # missing).
 IO_SUITES := IOTests
-# Swift Testing only (there are no XCTest tests), and quiet: a summary per run, failures in full.
-# `make test TEST_FLAGS=` lists every test.
-TEST_FLAGS ?= --disable-xctest --quiet
+# Swift Testing only (there are no XCTest tests). Scripts/run-tests.py keeps the output short:
+# a progress line every 15 seconds, failures in full, one summary per run.
+# `make test SHOW=--all` prints every test.
+TEST_FLAGS ?= --disable-xctest
+SHOW ?=
+RUN_TESTS := python3 Scripts/run-tests.py
 test:
-	$(SWIFT) build --build-tests
-	$(SWIFT) build -c release --product stop-messages
-	for backend in ucontext fast; do \
+	@$(SWIFT) build --build-tests --quiet
+	@$(SWIFT) build -c release --product stop-messages --quiet
+	@for backend in ucontext fast; do \
 	  echo "== $$backend backend"; \
-	  COROUTINES_BACKEND=$$backend $(SWIFT) test --skip-build $(TEST_FLAGS) --skip $(IO_SUITES) \
-	    || exit 1; \
-	  COROUTINES_BACKEND=$$backend $(SWIFT) test --skip-build $(TEST_FLAGS) --filter $(IO_SUITES) \
-	    || exit 1; \
+	  COROUTINES_BACKEND=$$backend $(RUN_TESTS) $$backend $(SHOW) \
+	    $(SWIFT) test --skip-build $(TEST_FLAGS) --skip $(IO_SUITES) || exit 1; \
+	  COROUTINES_BACKEND=$$backend $(RUN_TESTS) "$$backend, I/O" $(SHOW) \
+	    $(SWIFT) test --skip-build $(TEST_FLAGS) --filter $(IO_SUITES) || exit 1; \
 	done
 
 examples:

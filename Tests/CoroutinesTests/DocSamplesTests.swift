@@ -85,6 +85,10 @@ struct Mail: Sendable {
   }
 
   @Test func gettingStartedCancellation() throws {
+    // The sample prints; its copy records what it would print, to check it and keep the test
+    // run's output clean.
+    let printed = Mutex<[String]>([])
+    let print: @Sendable (String) -> Void = { line in printed.withLock { $0.append(line) } }
     let outcome = try CoroutineLoop.run { () -> String in
       let slow = co_launch { () -> String in
         defer { print("cleaned up") }
@@ -100,6 +104,7 @@ struct Mail: Sendable {
       }
     }
     #expect(outcome == "cancelled")
+    #expect(printed.withLock { $0 } == ["cleaned up"])
   }
 
   // MARK: CoroutinesSchedulersAndLoop.md
