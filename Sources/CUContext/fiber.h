@@ -1,6 +1,6 @@
 // The fiber layout shared by the C files of the shim (never seen by Swift).
 // Calls go down only: context → shared → overflow → exclusivity → stack → switch (→ its .S);
-// diagnostics → stack; probe → the two .S files; tls.c only defines the thread-locals.
+// diagnostics → stack; tls.c only defines the thread-locals.
 #ifndef CU_FIBER_H
 #define CU_FIBER_H
 
@@ -187,6 +187,8 @@ void cu_shared_fiber_set_label(cu_fiber *fiber, const char *name);
 typedef void (*cu_switch_function)(ucontext_t *from, ucontext_t *to);
 // Hidden, so that the compiler loads it straight, as a static, rather than through the GOT.
 extern __attribute__((visibility("hidden"))) cu_switch_function cu_current_switch;
+// The switch of a backend (see cu_set_backend), or NULL where it does not exist.
+cu_switch_function cu_backend_switch(int backend);
 
 #if defined(__x86_64__)
 // The fast backend's switch (switch_x86_64.S): saves the callee-saved registers, MXCSR and the

@@ -18,14 +18,21 @@ CU_SWITCH_CODE static void switch_with_swapcontext(ucontext_t *from, ucontext_t 
 cu_switch_function cu_current_switch = switch_with_swapcontext;
 static int current_backend = 0;
 
-int cu_set_backend(int backend) {
+// Also the tests' way to a switch they check without selecting it (Tests/CSwitchProbe).
+cu_switch_function cu_backend_switch(int backend) {
   switch (backend) {
-    case 0: cu_current_switch = switch_with_swapcontext; break;
+    case 0: return switch_with_swapcontext;
 #if defined(__x86_64__)
-    case 1: cu_current_switch = cu_switch_fast; break;
+    case 1: return cu_switch_fast;
 #endif
-    default: return -1;
+    default: return NULL;
   }
+}
+
+int cu_set_backend(int backend) {
+  cu_switch_function chosen = cu_backend_switch(backend);
+  if (chosen == NULL) return -1;
+  cu_current_switch = chosen;
   current_backend = backend;
   return 0;
 }
