@@ -1,37 +1,12 @@
-// Debugging aids that must be C: how deep a stack has been touched (asked of the kernel, so
-// the fiber itself is never read and a stale address is harmless), and a SIGQUIT handler that
-// only writes a byte to a pipe; a thread on the Swift side reads it and prints the dump.
+// The debugging aid that must be C: a SIGQUIT handler that only writes a byte to a pipe (what a
+// handler may do); a thread on the Swift side reads it and prints the dump.
 #define _DEFAULT_SOURCE
 #include <errno.h>
 #include <signal.h>
-#include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#include "fiber.h"
-
-size_t cu_stack_high_water(const void *stack_top, size_t stack_size) {
-  size_t page = cu_page_size();
-  uintptr_t top = (uintptr_t)stack_top;
-  uintptr_t first = (top - stack_size) & ~(uintptr_t)(page - 1);
-  uintptr_t end = (top + page - 1) & ~(uintptr_t)(page - 1);
-  size_t pages = (end - first) / page;
-  unsigned char resident[256];
-  // Walk from the bottom up in chunks; the first resident page is the deepest one touched.
-  for (size_t done = 0; done < pages;) {
-    size_t chunk = pages - done < sizeof resident ? pages - done : sizeof resident;
-    if (mincore((void *)(first + done * page), chunk * page, resident) != 0) return 0;
-    for (size_t index = 0; index < chunk; index++) {
-      if (resident[index] & 1) {
-        uintptr_t deepest = first + (done + index) * page;
-        return deepest >= top ? 0 : (size_t)(top - deepest);
-      }
-    }
-    done += chunk;
-  }
-  return 0;
-}
+#include "cucontext.h"
 
 static int quit_pipe = -1;
 

@@ -17,11 +17,6 @@ typedef struct cu_fiber cu_fiber;
 /// What a fiber runs. When it returns, the fiber switches back to its resumer for the last time.
 typedef void (*cu_fiber_entry)(void *_Nullable argument);
 
-/// Maps a stack of `stack_size` usable bytes (rounded up to whole pages) with a PROT_NONE guard
-/// region of `guard_size` bytes below it, and builds a fiber on it. Pages are committed only when
-/// touched. Returns NULL and leaves errno set when the kernel refuses the mapping.
-cu_fiber *_Nullable cu_fiber_new(size_t stack_size, size_t guard_size);
-
 /// Stacks mapped together: one kernel mapping cut into `count` equal slots, each a guard region,
 /// a stack and a fiber. Opaque to Swift.
 typedef struct cu_stack_slab cu_stack_slab;
@@ -53,8 +48,8 @@ size_t cu_fiber_slot(const cu_fiber *_Nonnull fiber);
 /// The slab a fiber's slot belongs to (NULL for a fiber on a shared stack).
 cu_stack_slab *_Nullable cu_fiber_slab(const cu_fiber *_Nonnull fiber);
 
-/// Unmaps the fiber's stack (a fiber of cu_fiber_new), or for a fiber on a shared stack frees its record and saved bytes.
-/// The fiber must not be running or suspended mid-body.
+/// Frees a fiber on a shared stack: its record and saved bytes. It must not be running or
+/// suspended mid-body. (A slab's fibers go with their slab.)
 void cu_fiber_free(cu_fiber *_Nonnull fiber);
 
 /// A stack that many fibers take turns on: while one runs there, the used part of each of the
@@ -86,8 +81,8 @@ size_t cu_fiber_saved_size(const cu_fiber *_Nonnull fiber);
 /// differ from an image: below it, whole copies (faster to switch, and little memory anyway).
 enum { CU_SHARED_DELTA_MIN_FIBERS = 32 };
 
-/// For tests: sets bit `first + i` of `map` for each of `count` words that differs from
-/// `reference`'s, as a parking on a shared stack is compared with its stack's image.
+/// Sets bit `first + i` of `map` for each of `count` words that differs from `reference`'s, as a
+/// parking on a shared stack is compared with its stack's image (shared.c; exported for tests).
 void cu_shared_stack_mark_differences(const unsigned long long *_Nonnull words,
                                       const unsigned long long *_Nonnull reference, size_t count,
                                       size_t first, unsigned long long *_Nonnull map);
@@ -118,12 +113,6 @@ void cu_fiber_set_label(cu_fiber *_Nonnull fiber, const char *_Nullable name, si
 
 /// Usable stack bytes of the fiber (after rounding).
 size_t cu_fiber_stack_size(const cu_fiber *_Nonnull fiber);
-
-/// Bytes of stack touched below `stack_top` (a fiber's address: its stack ends there), looking
-/// at most `stack_size` bytes down; page granularity. Asks the kernel which pages are resident,
-/// so it never reads the stack and returns 0 for an address that is no longer mapped. A pooled
-/// stack remembers the deepest use of every coroutine that ran on it.
-size_t cu_stack_high_water(const void *_Nonnull stack_top, size_t stack_size);
 
 /// Makes SIGQUIT write one byte to `write_fd` (a non-blocking pipe) instead of ending the
 /// process. Returns 0, or -1 with errno set.
