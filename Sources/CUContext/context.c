@@ -98,12 +98,6 @@ void cu_fiber_suspend(cu_fiber *fiber) {
 #endif
 }
 
-void cu_fiber_free(cu_fiber *fiber) {
-  if (fiber->shared == NULL) abort();  // a slab's fiber goes back to its slab, never alone
-  cu_san_fiber_destroyed(&fiber->sanitizer);
-  cu_shared_fiber_free(fiber);
-}
-
 void cu_fiber_set_label(cu_fiber *fiber, const char *name, size_t stack_size) {
   fiber->requested_size = stack_size;
   if (fiber->shared != NULL) {

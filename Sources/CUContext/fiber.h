@@ -1,6 +1,6 @@
 // The fiber layout shared by the C files of the shim (never seen by Swift).
 // Calls go down only: context → shared → overflow → exclusivity → stack → switch (→ its .S);
-// diagnostics calls none of them; tls.c only defines the thread-locals.
+// tls.c only defines the thread-locals.
 #ifndef CU_FIBER_H
 #define CU_FIBER_H
 
@@ -170,16 +170,14 @@ static inline void cu_fiber_leave_thread(cu_fiber *fiber) {
 // resumed, and makes a prepared fiber's starting context there. `armed` marks a fiber prepared.
 void cu_shared_stack_acquire(cu_fiber *fiber);
 void cu_shared_fiber_armed(cu_fiber *fiber);
-// Frees a fiber built by cu_fiber_new_shared (cu_fiber_free dispatches here), and relabels one
-// (cu_fiber_set_label dispatches here).
-void cu_shared_fiber_free(cu_fiber *fiber);
+// Relabels a fiber built by cu_fiber_new_shared (cu_fiber_set_label dispatches here).
 void cu_shared_fiber_set_label(cu_fiber *fiber, const char *name);
 // The switch of the backend in use (switch.c), called straight through the pointer so that
 // resume and suspend end in a tail call (see context.c).
 typedef void (*cu_switch_function)(ucontext_t *from, ucontext_t *to);
 // Hidden, so that the compiler loads it straight, as a static, rather than through the GOT.
 extern __attribute__((visibility("hidden"))) cu_switch_function cu_current_switch;
-// The switch of a backend (see cu_set_backend), or NULL where it does not exist.
+// The switch of a backend (see cu_backend), or NULL where it does not exist.
 cu_switch_function cu_backend_switch(int backend);
 
 #if defined(__x86_64__)

@@ -145,7 +145,9 @@ cu_fiber *cu_fiber_new_shared(cu_shared_stack *stack) {
   return fiber;
 }
 
-void cu_shared_fiber_free(cu_fiber *fiber) {
+void cu_fiber_free(cu_fiber *fiber) {
+  if (fiber->shared == NULL) abort();  // a slab's fiber goes back to its slab, never alone
+  cu_san_fiber_destroyed(&fiber->sanitizer);
   fiber->shared->fibers--;
   if (fiber->shared->occupant == fiber) fiber->shared->occupant = NULL;
   drop_saved(fiber);

@@ -29,7 +29,10 @@ cu_switch_function cu_backend_switch(int backend) {
   }
 }
 
-int cu_set_backend(int backend) {
+// Only before any fiber runs: both switches keep the same registers in the same places, but only
+// swapcontext saves the signal mask and the whole x87 environment, so a fiber must be switched
+// out and back in by the same one. -1 when the backend does not exist on this machine.
+static int set_backend(int backend) {
   cu_switch_function chosen = cu_backend_switch(backend);
   if (chosen == NULL) return -1;
   cu_current_switch = chosen;
@@ -44,8 +47,8 @@ enum { backend_ucontext = 0, backend_fast = 1 };
 __attribute__((constructor)) static void choose_backend_from_environment(void) {
   const char *name = getenv("COROUTINES_BACKEND");
   if (name == NULL || name[0] == '\0' || strcasecmp(name, "fast") == 0) {
-    if (cu_set_backend(backend_fast) == 0) return;
-    cu_set_backend(backend_ucontext);
+    if (set_backend(backend_fast) == 0) return;
+    set_backend(backend_ucontext);
     if (name != NULL && name[0] != '\0') {
       fputs("swift-coroutines: COROUTINES_BACKEND=fast is not available on this machine (it needs "
             "x86_64); using ucontext\n",
@@ -54,7 +57,7 @@ __attribute__((constructor)) static void choose_backend_from_environment(void) {
     return;
   }
   if (strcasecmp(name, "ucontext") == 0) {
-    cu_set_backend(backend_ucontext);
+    set_backend(backend_ucontext);
     return;
   }
   fprintf(stderr,

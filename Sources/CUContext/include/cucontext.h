@@ -45,7 +45,7 @@ size_t cu_stack_slab_count(const cu_stack_slab *_Nonnull slab);
 /// The index of a slab fiber's slot.
 size_t cu_fiber_slot(const cu_fiber *_Nonnull fiber);
 
-/// The slab a fiber's slot belongs to (NULL for a fiber on a shared stack).
+/// The slab a fiber's slot belongs to (a slab's fibers only).
 cu_stack_slab *_Nullable cu_fiber_slab(const cu_fiber *_Nonnull fiber);
 
 /// Frees a fiber on a shared stack: its record and saved bytes. It must not be running or
@@ -114,21 +114,11 @@ void cu_fiber_set_label(cu_fiber *_Nonnull fiber, const char *_Nullable name, si
 /// Usable stack bytes of the fiber (after rounding).
 size_t cu_fiber_stack_size(const cu_fiber *_Nonnull fiber);
 
-/// Makes SIGQUIT write one byte to `write_fd` (a non-blocking pipe) instead of ending the
-/// process. Returns 0, or -1 with errno set.
-int cu_sigquit_notify(int write_fd);
-
 /// The system page size.
 size_t cu_page_size(void);
 
-/// Chooses the switch used by every fiber from now on: 0 selects glibc swapcontext, 1 the
-/// register-only switch (x86_64 only). Call it before any fiber runs: the two keep the same
-/// registers in the same places, but only swapcontext saves the signal mask and the whole x87
-/// environment, so a fiber must be switched out and back in by the same backend.
-/// Returns 0 on success, -1 when the backend is not available on this machine.
-int cu_set_backend(int backend);
-
-/// The backend in use (see cu_set_backend).
+/// The switch every fiber uses, chosen when the program loads (COROUTINES_BACKEND): 0 for glibc
+/// swapcontext, 1 for the register-only switch (x86_64 only).
 int cu_backend(void);
 
 // Thread-locals. Each access is a real call so that no compiler caches a thread-local's address

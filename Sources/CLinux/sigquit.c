@@ -1,12 +1,12 @@
-// The debugging aid that must be C: a SIGQUIT handler that only writes a byte to a pipe (what a
-// handler may do); a thread on the Swift side reads it and prints the dump.
+// The dump on SIGQUIT needs a handler in C that only writes a byte to a pipe (what a handler may
+// do); a thread on the Swift side reads it and prints the dump.
 #define _DEFAULT_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cucontext.h"
+#include "clinux.h"
 
 static int quit_pipe = -1;
 
