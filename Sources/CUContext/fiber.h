@@ -125,7 +125,8 @@ extern __thread cu_thread_state cu_thread;
 // Prepares the thread on its first resume (overflow.c): an alternate signal stack for overflow
 // reports, and the exclusivity head.
 void cu_prepare_thread(void);
-// Looks for this thread's exclusivity access-set head (exclusivity.c); NULL if not found.
+// Where this thread's exclusivity access-set head lives (exclusivity.c), or if it could not
+// be found a word that is never NULL.
 void **cu_exclusivity_find_head(void);
 
 // True when swapping the fiber's access set with the thread's would change nothing: both empty.
