@@ -39,9 +39,15 @@ let package = Package(
       dependencies: ["Coroutines"],
       path: "Tests/StopMessages"
     ),
+    // The tests' self-check of the two context switches: only the tests run it.
+    .target(
+      name: "CSwitchProbe",
+      dependencies: ["CUContext"],
+      path: "Tests/CSwitchProbe"
+    ),
     .testTarget(
       name: "CoroutinesTests",
-      dependencies: ["Coroutines"],
+      dependencies: ["Coroutines", "CSwitchProbe"],
       path: "Tests/CoroutinesTests"
     ),
     .testTarget(

@@ -7,9 +7,7 @@
 
 #include "clinux.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define CU_TSAN 1
-#elif defined(__has_feature)
+#if defined(__has_feature)  // clang's way (what SwiftPM compiles C with)
 #if __has_feature(thread_sanitizer)
 #define CU_TSAN 1
 #endif

@@ -79,10 +79,11 @@ void cu_fiber_resume(cu_fiber *fiber, void *coroutine) {
 #if CU_SWITCH_TAIL
   cu_current_switch(fiber->resumer, fiber->self_context);
 #else
-  cu_sanitizer_resumer san;
-  cu_san_resume_begin(&fiber->sanitizer, &san, cu_fiber_stack_bottom(fiber), fiber->stack_size);
+  void *resumer_fake = NULL;
+  cu_san_resume_begin(&fiber->sanitizer, &resumer_fake, cu_fiber_stack_bottom(fiber),
+                      fiber->stack_size);
   cu_current_switch(fiber->resumer, fiber->self_context);
-  cu_san_resume_end(&san);
+  cu_san_resume_end(resumer_fake);
 #endif
 }
 
@@ -95,19 +96,6 @@ void cu_fiber_suspend(cu_fiber *fiber) {
   cu_current_switch(fiber->self_context, fiber->resumer);
   cu_san_fiber_arrived(&fiber->sanitizer);
 #endif
-}
-
-void cu_fiber_free(cu_fiber *fiber) {
-  if (fiber->shared != NULL) {
-    cu_san_fiber_destroyed(&fiber->sanitizer);
-    cu_shared_fiber_free(fiber);
-    return;
-  }
-  if (fiber->owns_slab) {
-    cu_stack_slab_free(fiber->slab);
-    return;
-  }
-  abort();  // a slot of a shared slab is given back to its slab, never freed alone
 }
 
 void cu_fiber_set_label(cu_fiber *fiber, const char *name, size_t stack_size) {

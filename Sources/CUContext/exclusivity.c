@@ -41,11 +41,17 @@ struct scan {
   uintptr_t *block;
 };
 
-// Records every word of every module's thread-local block (for this thread) that equals needle.
+// With a needle: records every word of every module's thread-local block (for this thread) that
+// equals it. Without: finds this thread's block of module `module`.
 static int scan_module(struct dl_phdr_info *info, size_t size, void *context) {
   (void)size;
   struct scan *scan = context;
   if (info->dlpi_tls_modid == 0 || info->dlpi_tls_data == NULL) return 0;
+  if (scan->needle == 0) {
+    if (info->dlpi_tls_modid != scan->module) return 0;
+    scan->block = info->dlpi_tls_data;
+    return 1;
+  }
   size_t bytes = 0;
   for (int index = 0; index < info->dlpi_phnum; index++) {
     if (info->dlpi_phdr[index].p_type == PT_TLS) bytes = info->dlpi_phdr[index].p_memsz;
@@ -59,15 +65,6 @@ static int scan_module(struct dl_phdr_info *info, size_t size, void *context) {
     scan->block = block;
   }
   return 0;
-}
-
-// Finds the module whose id matches and hands back this thread's block for it.
-static int find_block(struct dl_phdr_info *info, size_t size, void *context) {
-  (void)size;
-  struct scan *scan = context;
-  if (info->dlpi_tls_modid != scan->module) return 0;
-  scan->block = info->dlpi_tls_data;
-  return 1;
 }
 
 static void locate_head(void) {
@@ -101,7 +98,7 @@ void **cu_exclusivity_find_head(void) {
   pthread_once(&head_once, locate_head);
   if (!head_found) return &not_found;
   struct scan scan = {.module = head_module};
-  dl_iterate_phdr(find_block, &scan);
+  dl_iterate_phdr(scan_module, &scan);
   if (scan.block == NULL) return &not_found;
   return (void **)((char *)scan.block + head_offset);
 }

@@ -1,6 +1,6 @@
 // The fiber layout shared by the C files of the shim (never seen by Swift).
 // Calls go down only: context → shared → overflow → exclusivity → stack → switch (→ its .S);
-// diagnostics → stack; probe → the two .S files; tls.c only defines the thread-locals.
+// tls.c only defines the thread-locals.
 #ifndef CU_FIBER_H
 #define CU_FIBER_H
 
@@ -14,7 +14,7 @@
 // signal mask that swapcontext carries. Everything else in ucontext_t is dead at a call.
 typedef struct cu_parked_context {
 #if defined(__x86_64__)
-  unsigned long long rip, rbx, rbp, r12, r13, r14, r15;  // the stack pointer is where the bytes go
+  unsigned long long registers[7];  // rip, rbx, rbp, r12–r15 (the stack pointer: where bytes go)
   unsigned long long signal_mask;  // the kernel's 64 signals (what swapcontext passes it)
   unsigned int mxcsr;
   unsigned short x87_control;
@@ -24,9 +24,6 @@ typedef struct cu_parked_context {
 #endif
 } cu_parked_context;
 
-// A fiber on a shared stack keeps no switch contexts of its own: while it runs, its registers
-// rest in its stack's pair (one occupant runs there at a time, resumed from one thread), and
-// while another fiber has the stack, they wait at the head of its saved bytes (shared.c).
 // A parked fiber's registers and frames, frozen: the words of a cu_parked_context, then the
 // stack's words from the saved stack pointer up to the top. Held by the fiber that parked so and
 // by the fibers stored as differences from it (`references` counts them); freed with the last.
@@ -82,7 +79,6 @@ struct cu_fiber {
       size_t mapping_size;         // bytes of the slot
       struct cu_stack_slab *slab;  // the slab the slot belongs to
       size_t slot;                 // the slot's index in `slab`
-      int owns_slab;               // 1 for cu_fiber_new's single-slot slab, freed with the fiber
       char name[64];      // the coroutine's name for overflow reports (may be cut)
       ucontext_t self;    // where the fiber's registers rest while it is suspended
     };
@@ -97,17 +93,13 @@ struct cu_fiber {
   };
 };
 
-// The lowest usable stack address, and the start of the guard below it.
+static inline size_t cu_round_up(size_t value, size_t unit) {
+  return (value + unit - 1) / unit * unit;
+}
+
+// The lowest usable stack address.
 static inline void *cu_fiber_stack_bottom(const cu_fiber *fiber) {
   return fiber->shared != NULL ? fiber->shared->base : fiber->self.uc_stack.ss_sp;
-}
-static inline void *cu_fiber_guard_start(const cu_fiber *fiber) {
-  return fiber->shared != NULL ? fiber->shared->mapping : fiber->mapping;
-}
-// The coroutine's name for overflow reports ("" when unnamed).
-static inline const char *cu_fiber_name(const cu_fiber *fiber) {
-  if (fiber->shared == NULL) return fiber->name;
-  return fiber->label != NULL ? fiber->label : "";
 }
 // Copies `name` (NULL: none) into `capacity` bytes, cut on a UTF-8 boundary with "..." (overflow.c).
 void cu_copy_label(char *destination, size_t capacity, const char *name);
@@ -133,7 +125,8 @@ extern __thread cu_thread_state cu_thread;
 // Prepares the thread on its first resume (overflow.c): an alternate signal stack for overflow
 // reports, and the exclusivity head.
 void cu_prepare_thread(void);
-// Looks for this thread's exclusivity access-set head (exclusivity.c); NULL if not found.
+// Where this thread's exclusivity access-set head lives (exclusivity.c), or if it could not
+// be found a word that is never NULL.
 void **cu_exclusivity_find_head(void);
 
 // True when swapping the fiber's access set with the thread's would change nothing: both empty.
@@ -178,15 +171,15 @@ static inline void cu_fiber_leave_thread(cu_fiber *fiber) {
 // resumed, and makes a prepared fiber's starting context there. `armed` marks a fiber prepared.
 void cu_shared_stack_acquire(cu_fiber *fiber);
 void cu_shared_fiber_armed(cu_fiber *fiber);
-// Frees a fiber built by cu_fiber_new_shared (cu_fiber_free dispatches here), and relabels one
-// (cu_fiber_set_label dispatches here).
-void cu_shared_fiber_free(cu_fiber *fiber);
+// Relabels a fiber built by cu_fiber_new_shared (cu_fiber_set_label dispatches here).
 void cu_shared_fiber_set_label(cu_fiber *fiber, const char *name);
 // The switch of the backend in use (switch.c), called straight through the pointer so that
 // resume and suspend end in a tail call (see context.c).
 typedef void (*cu_switch_function)(ucontext_t *from, ucontext_t *to);
 // Hidden, so that the compiler loads it straight, as a static, rather than through the GOT.
 extern __attribute__((visibility("hidden"))) cu_switch_function cu_current_switch;
+// The switch of a backend (see cu_backend), or NULL where it does not exist.
+cu_switch_function cu_backend_switch(int backend);
 
 #if defined(__x86_64__)
 // The fast backend's switch (switch_x86_64.S): saves the callee-saved registers, MXCSR and the

@@ -46,23 +46,25 @@ static void append_number(message *m, uintptr_t value, unsigned base) {
 }
 
 static void report_overflow(const cu_fiber *fiber, const void *address) {
+  const char *name = fiber->shared == NULL ? fiber->name : fiber->label;  // a label may be NULL
+  size_t size = fiber->requested_size ? fiber->requested_size : fiber->stack_size;
   message m = {.length = 0};
   append(&m, "\nswift-coroutines: stack overflow in coroutine ");
-  if (cu_fiber_name(fiber)[0]) {
+  if (name != NULL && name[0]) {
     append(&m, "\"");
-    append(&m, cu_fiber_name(fiber));
+    append(&m, name);
     append(&m, "\"");
   } else {
     append(&m, "(unnamed)");
   }
   append(&m, ": it used all of its ");
-  append_number(&m, fiber->requested_size ? fiber->requested_size : fiber->stack_size, 10);
+  append_number(&m, size, 10);
   append(&m, "-byte stack (fault at ");
   append_number(&m, (uintptr_t)address, 16);
   append(&m, " in the guard region below it).\n");
   append(&m, "  Give this coroutine a larger stack with the stackSize: of co_launch (or of "
              "CoroutineLoop.run, for its body), for example stackSize: ");
-  append_number(&m, (fiber->requested_size ? fiber->requested_size : fiber->stack_size) * 4, 10);
+  append_number(&m, size * 4, 10);
   append(&m, ", or raise CoroutineStack.defaultSize for every coroutine launched without one.\n"
              "  Pages are committed only when touched, so a larger stack costs address space, "
              "not memory.\n");
@@ -92,7 +94,7 @@ static uintptr_t interrupted_stack_pointer(void *context) {
 /// True when the fault is the running fiber's overflow: the address is in its guard region, or
 /// the stack pointer itself already is (one frame larger than what was left of the stack).
 static int is_overflow(const cu_fiber *fiber, uintptr_t address, uintptr_t stack_pointer) {
-  uintptr_t guard_start = (uintptr_t)cu_fiber_guard_start(fiber);
+  uintptr_t guard_start = (uintptr_t)(fiber->shared ? fiber->shared->mapping : fiber->mapping);
   uintptr_t stack_bottom = (uintptr_t)cu_fiber_stack_bottom(fiber);
   if (address >= guard_start && address < stack_bottom) return 1;
   return stack_pointer >= guard_start && stack_pointer < stack_bottom;

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+// clang (what SwiftPM compiles C with) says so through __has_feature.
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define CU_ASAN 1
@@ -21,12 +22,6 @@
 #if __has_feature(thread_sanitizer)
 #define CU_TSAN 1
 #endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) && !defined(CU_ASAN)
-#define CU_ASAN 1
-#endif
-#if defined(__SANITIZE_THREAD__) && !defined(CU_TSAN)
-#define CU_TSAN 1
 #endif
 
 // TSan keeps a shadow call stack per fiber: an instrumented function entered on one fiber's
@@ -70,14 +65,6 @@ typedef struct cu_sanitizer_fiber {
   char unused;                   // keeps the struct non-empty in plain builds
 } cu_sanitizer_fiber;
 
-/// What the resumer keeps on its own stack while the fiber runs; empty without sanitizers.
-typedef struct cu_sanitizer_resumer {
-#ifdef CU_ASAN
-  void *fake_stack;
-#endif
-  char unused;
-} cu_sanitizer_resumer;
-
 /// A new fiber (its stack mapped): TSan gets a context for it.
 CU_SAN_INLINE void cu_san_fiber_created(cu_sanitizer_fiber *san) {
 #ifdef CU_TSAN
@@ -113,25 +100,26 @@ CU_SAN_INLINE void cu_san_fiber_prepared(cu_sanitizer_fiber *san) {
   (void)san;
 }
 
-/// On the resumer's stack, just before switching into the fiber whose stack is given.
-CU_SAN_INLINE void cu_san_resume_begin(cu_sanitizer_fiber *san, cu_sanitizer_resumer *resumer,
+/// On the resumer's stack, just before switching into the fiber whose stack is given; the
+/// resumer's own fake frames wait at `resumer_fake` meanwhile.
+CU_SAN_INLINE void cu_san_resume_begin(cu_sanitizer_fiber *san, void **resumer_fake,
                                        const void *stack_bottom, size_t stack_size) {
 #ifdef CU_TSAN
   san->tsan_resumer = __tsan_get_current_fiber();
   __tsan_switch_to_fiber(san->tsan_fiber, 0);
 #endif
 #ifdef CU_ASAN
-  __sanitizer_start_switch_fiber(&resumer->fake_stack, stack_bottom, stack_size);
+  __sanitizer_start_switch_fiber(resumer_fake, stack_bottom, stack_size);
 #endif
-  (void)san, (void)resumer, (void)stack_bottom, (void)stack_size;
+  (void)san, (void)resumer_fake, (void)stack_bottom, (void)stack_size;
 }
 
 /// On the resumer's stack, right after the fiber switched back.
-CU_SAN_INLINE void cu_san_resume_end(cu_sanitizer_resumer *resumer) {
+CU_SAN_INLINE void cu_san_resume_end(void *resumer_fake) {
 #ifdef CU_ASAN
-  __sanitizer_finish_switch_fiber(resumer->fake_stack, NULL, NULL);
+  __sanitizer_finish_switch_fiber(resumer_fake, NULL, NULL);
 #endif
-  (void)resumer;
+  (void)resumer_fake;
 }
 
 /// On the fiber's stack, right after it starts or is resumed.

@@ -25,49 +25,42 @@
 
 #include "fiber.h"
 
-// Under AddressSanitizer (CU_ASAN, sanitizer.h) the copies must neither be checked (the saved
-// frames hold redzones) nor leave one coroutine's redzone markings over another's frames: the
-// stack is unpoisoned whenever its occupant changes.
+// Under AddressSanitizer (CU_ASAN, sanitizer.h) the copies and word loops must neither be
+// checked (a switched-out fiber's frames hold redzones) nor leave one coroutine's redzone
+// markings over another's frames: the stack is unpoisoned whenever its occupant changes.
 #if defined(CU_ASAN)
 #include <sanitizer/asan_interface.h>
+#define CU_UNCHECKED __attribute__((no_sanitize("address")))
 // A plain copy the sanitizer neither checks nor intercepts; short enough not to matter.
-__attribute__((no_sanitize("address"))) static void copy_bytes(char *to, const char *from,
-                                                              size_t size) {
+CU_UNCHECKED static void copy_bytes(char *to, const char *from, size_t size) {
   for (size_t i = 0; i < size; i++) to[i] = from[i];
 }
 #else
+#define CU_UNCHECKED
 #define copy_bytes(to, from, size) memcpy((to), (from), (size))
 #endif
-
-static size_t round_up(size_t value, size_t unit) { return (value + unit - 1) / unit * unit; }
 
 // Moving the live part of a switched-out context in and out of the stack's ucontext_t. On
 // x86_64 both switches (swapcontext and the register-only one) leave the control words in the
 // context's own __fpregs_mem, which its fpregs pointer always names.
 #if defined(__x86_64__)
+// Where each of cu_parked_context's registers is in gregs.
+static const int parked_registers[7] = {REG_RIP, REG_RBX, REG_RBP, REG_R12,
+                                        REG_R13, REG_R14, REG_R15};
+
 static void pack(cu_parked_context *parked, const ucontext_t *context) {
-  const greg_t *gregs = context->uc_mcontext.gregs;
-  parked->rip = (unsigned long long)gregs[REG_RIP];
-  parked->rbx = (unsigned long long)gregs[REG_RBX];
-  parked->rbp = (unsigned long long)gregs[REG_RBP];
-  parked->r12 = (unsigned long long)gregs[REG_R12];
-  parked->r13 = (unsigned long long)gregs[REG_R13];
-  parked->r14 = (unsigned long long)gregs[REG_R14];
-  parked->r15 = (unsigned long long)gregs[REG_R15];
+  for (int i = 0; i < 7; i++) {
+    parked->registers[i] = (unsigned long long)context->uc_mcontext.gregs[parked_registers[i]];
+  }
   memcpy(&parked->signal_mask, &context->uc_sigmask, sizeof parked->signal_mask);
   parked->mxcsr = context->__fpregs_mem.mxcsr;
   parked->x87_control = context->__fpregs_mem.cwd;
 }
 
 static void unpack(ucontext_t *context, const cu_parked_context *parked) {
-  greg_t *gregs = context->uc_mcontext.gregs;
-  gregs[REG_RIP] = (greg_t)parked->rip;
-  gregs[REG_RBX] = (greg_t)parked->rbx;
-  gregs[REG_RBP] = (greg_t)parked->rbp;
-  gregs[REG_R12] = (greg_t)parked->r12;
-  gregs[REG_R13] = (greg_t)parked->r13;
-  gregs[REG_R14] = (greg_t)parked->r14;
-  gregs[REG_R15] = (greg_t)parked->r15;
+  for (int i = 0; i < 7; i++) {
+    context->uc_mcontext.gregs[parked_registers[i]] = (greg_t)parked->registers[i];
+  }
   memcpy(&context->uc_sigmask, &parked->signal_mask, sizeof parked->signal_mask);
   context->__fpregs_mem.mxcsr = parked->mxcsr;
   context->__fpregs_mem.cwd = parked->x87_control;
@@ -103,8 +96,8 @@ static void drop_saved(cu_fiber *fiber);
 
 cu_shared_stack *cu_shared_stack_new(size_t stack_size, size_t guard_size) {
   size_t page = cu_page_size();
-  size_t usable = round_up(stack_size, page);
-  size_t guard = round_up(guard_size, page);
+  size_t usable = cu_round_up(stack_size, page);
+  size_t guard = cu_round_up(guard_size, page);
   if (usable == 0 || guard + usable < usable) {
     errno = EINVAL;
     return NULL;
@@ -152,7 +145,9 @@ cu_fiber *cu_fiber_new_shared(cu_shared_stack *stack) {
   return fiber;
 }
 
-void cu_shared_fiber_free(cu_fiber *fiber) {
+void cu_fiber_free(cu_fiber *fiber) {
+  if (fiber->shared == NULL) abort();  // a slab's fiber goes back to its slab, never alone
+  cu_san_fiber_destroyed(&fiber->sanitizer);
   fiber->shared->fibers--;
   if (fiber->shared->occupant == fiber) fiber->shared->occupant = NULL;
   drop_saved(fiber);
@@ -240,18 +235,11 @@ static void *saved_buffer(cu_fiber *fiber, size_t size, unsigned char delta) {
   return buffer;
 }
 
-// The word loops read a switched-out fiber's frames, whose ASan redzones are still marked.
-#if defined(CU_ASAN)
-#define CU_UNCHECKED __attribute__((no_sanitize("address")))
-#else
-#define CU_UNCHECKED
-#endif
-
-// Sets bit `first + i` of `map` for each word of `words` that differs from `reference`'s, two
-// words per step where SSE2 is there.
-CU_UNCHECKED static void mark_differences(const unsigned long long *words,
-                                          const unsigned long long *reference, size_t count,
-                                          size_t first, unsigned long long *map) {
+// Two words per step where SSE2 is there. Exported for the tests (cucontext.h).
+CU_UNCHECKED void cu_shared_stack_mark_differences(const unsigned long long *words,
+                                                   const unsigned long long *reference,
+                                                   size_t count, size_t first,
+                                                   unsigned long long *map) {
   for (size_t i = 0; i < count;) {
     size_t bit = (first + i) % 64;
     size_t run = count - i < 64 - bit ? count - i : 64 - bit;
@@ -273,12 +261,6 @@ CU_UNCHECKED static void mark_differences(const unsigned long long *words,
     map[(first + i) / 64] |= mask;
     i += run;
   }
-}
-
-void cu_shared_stack_mark_differences(const unsigned long long *words,
-                                      const unsigned long long *reference, size_t count,
-                                      size_t first, unsigned long long *map) {
-  mark_differences(words, reference, count, first, map);
 }
 
 // Bits set in `map`'s first `count` words.
@@ -377,8 +359,9 @@ static void save(cu_fiber *occupant) {
       stack->fibers >= CU_SHARED_DELTA_MIN_FIBERS) {
     unsigned long long map[delta_map_words_max];
     memset(map, 0, 8 * map_words);
-    mark_differences(registers, reference->word, parked_words, 0, map);
-    mark_differences(frames, reference->word + parked_words, used_words, parked_words, map);
+    cu_shared_stack_mark_differences(registers, reference->word, parked_words, 0, map);
+    cu_shared_stack_mark_differences(frames, reference->word + parked_words, used_words,
+                                     parked_words, map);
     size_t differing = count_bits(map, map_words);
     if (2 * (map_words + differing) <= words) {
       reference->references++;  // before the old delta lets go of it (it may be the same image)

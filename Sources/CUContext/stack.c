@@ -26,8 +26,6 @@
 // here: a lazily filled static would race when several threads make their first launch at once.
 size_t cu_page_size(void) { return (size_t)getpagesize(); }
 
-static size_t round_up(size_t value, size_t unit) { return (value + unit - 1) / unit * unit; }
-
 static ucontext_t context_template;
 static pthread_once_t context_template_once = PTHREAD_ONCE_INIT;
 
@@ -73,13 +71,13 @@ static int install_guard(char *guard, size_t size) {
   return mprotect(guard, size, PROT_NONE);
 }
 
-static size_t header_size(void) { return round_up(sizeof(cu_fiber), 64); }
+static size_t header_size(void) { return cu_round_up(sizeof(cu_fiber), 64); }
 
 cu_stack_slab *cu_stack_slab_new(size_t stack_size, size_t guard_size, size_t count) {
   size_t page = cu_page_size();
-  size_t usable = round_up(stack_size, page);
-  size_t guard = round_up(guard_size, page);
-  size_t slot = round_up(guard + usable + header_size(), page);
+  size_t usable = cu_round_up(stack_size, page);
+  size_t guard = cu_round_up(guard_size, page);
+  size_t slot = cu_round_up(guard + usable + header_size(), page);
   if (usable == 0 || count == 0 || slot < usable || slot > SIZE_MAX / count) {
     errno = EINVAL;
     return NULL;
@@ -188,19 +186,5 @@ void cu_stack_slab_free(cu_stack_slab *slab) {
 }
 
 size_t cu_stack_slab_count(const cu_stack_slab *slab) { return slab->count; }
-
-cu_fiber *cu_fiber_new(size_t stack_size, size_t guard_size) {
-  cu_stack_slab *slab = cu_stack_slab_new(stack_size, guard_size, 1);
-  if (slab == NULL) return NULL;
-  cu_fiber *fiber = cu_stack_slab_fiber(slab, 0);
-  if (fiber == NULL) {
-    int saved = errno;
-    cu_stack_slab_free(slab);
-    errno = saved;
-    return NULL;
-  }
-  fiber->owns_slab = 1;
-  return fiber;
-}
 
 size_t cu_fiber_stack_size(const cu_fiber *fiber) { return fiber->stack_size; }

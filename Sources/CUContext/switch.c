@@ -18,14 +18,24 @@ CU_SWITCH_CODE static void switch_with_swapcontext(ucontext_t *from, ucontext_t 
 cu_switch_function cu_current_switch = switch_with_swapcontext;
 static int current_backend = 0;
 
-int cu_set_backend(int backend) {
+// Also the tests' way to a switch they check without selecting it (Tests/CSwitchProbe).
+cu_switch_function cu_backend_switch(int backend) {
   switch (backend) {
-    case 0: cu_current_switch = switch_with_swapcontext; break;
+    case 0: return switch_with_swapcontext;
 #if defined(__x86_64__)
-    case 1: cu_current_switch = cu_switch_fast; break;
+    case 1: return cu_switch_fast;
 #endif
-    default: return -1;
+    default: return NULL;
   }
+}
+
+// Only before any fiber runs: both switches keep the same registers in the same places, but only
+// swapcontext saves the signal mask and the whole x87 environment, so a fiber must be switched
+// out and back in by the same one. -1 when the backend does not exist on this machine.
+static int set_backend(int backend) {
+  cu_switch_function chosen = cu_backend_switch(backend);
+  if (chosen == NULL) return -1;
+  cu_current_switch = chosen;
   current_backend = backend;
   return 0;
 }
@@ -37,8 +47,8 @@ enum { backend_ucontext = 0, backend_fast = 1 };
 __attribute__((constructor)) static void choose_backend_from_environment(void) {
   const char *name = getenv("COROUTINES_BACKEND");
   if (name == NULL || name[0] == '\0' || strcasecmp(name, "fast") == 0) {
-    if (cu_set_backend(backend_fast) == 0) return;
-    cu_set_backend(backend_ucontext);
+    if (set_backend(backend_fast) == 0) return;
+    set_backend(backend_ucontext);
     if (name != NULL && name[0] != '\0') {
       fputs("swift-coroutines: COROUTINES_BACKEND=fast is not available on this machine (it needs "
             "x86_64); using ucontext\n",
@@ -47,7 +57,7 @@ __attribute__((constructor)) static void choose_backend_from_environment(void) {
     return;
   }
   if (strcasecmp(name, "ucontext") == 0) {
-    cu_set_backend(backend_ucontext);
+    set_backend(backend_ucontext);
     return;
   }
   fprintf(stderr,

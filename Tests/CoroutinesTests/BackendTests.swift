@@ -1,8 +1,15 @@
-import CUContext
+import CSwitchProbe
 import Foundation
 import Testing
 
 @testable import Coroutines
+
+extension CoroutineBackend {
+  /// Runs the switch probe on this backend on a private context, leaving the backend in use
+  /// alone: a context made by `makecontext` must start and receive its arguments, and each side
+  /// of a switch must get back its own callee-saved registers and rounding mode.
+  func selfCheck() -> Int32 { cu_backend_probe(shimValue) }
+}
 
 @Suite struct BackendTests {
   @Test(arguments: CoroutineBackend.allCases.filter(\.isAvailable))

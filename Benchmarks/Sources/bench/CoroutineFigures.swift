@@ -8,7 +8,9 @@ enum CoroutineFigures {
   /// The shim alone: `cu_fiber_resume` + `cu_fiber_suspend` (the switch plus Swift's
   /// exclusivity-set swap), no runtime around it.
   static func shimRoundTrip(_ count: Int) -> Double {
-    guard let fiber = cu_fiber_new(64 * 1024, 64 * 1024) else { fatalError("cu_fiber_new failed") }
+    guard let slab = cu_stack_slab_new(64 * 1024, 64 * 1024, 1),
+      let fiber = cu_stack_slab_fiber(slab, 0)
+    else { fatalError("cu_stack_slab_new failed") }
     cu_fiber_prepare(
       fiber,
       { argument in

@@ -1,8 +1,8 @@
 // The C that the Swift runtime needs beside the switch: the Linux interfaces that Swift's Glibc
-// module leaves out (epoll, eventfd, accept4), and the few mechanisms Swift cannot express as
-// fast: thread-locals read afresh after every switch, a futex lock inlined into its callers, a
-// flag biased to one thread and closed with membarrier, and prefetch hints. Swift calls them
-// directly.
+// module leaves out (epoll, eventfd, accept4), a SIGQUIT handler, and the few mechanisms Swift
+// cannot express as fast: thread-locals read afresh after every switch, a futex lock inlined into
+// its callers, a flag biased to one thread and closed with membarrier, and prefetch hints. Swift
+// calls them directly.
 #ifndef CLINUX_H
 #define CLINUX_H
 
@@ -18,6 +18,10 @@ extern "C" {
 /// accept4(fd, NULL, NULL, flags): glibc declares accept4 only under _GNU_SOURCE, which a
 /// header of a Swift module cannot turn on for the system headers it shares with Glibc.
 int clinux_accept4(int fd, int flags);
+
+/// Makes SIGQUIT write one byte to `write_fd` (a non-blocking pipe) instead of ending the
+/// process, for the coroutine dump. Returns 0, or -1 with errno set.
+int cu_sigquit_notify(int write_fd);
 
 /// Hints to the processor, for a loop that knows which coroutines it resumes next: fetch the
 /// memory at `address` (an object); the same for `bytes` bytes from `address` (a whole object).

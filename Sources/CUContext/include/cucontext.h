@@ -17,11 +17,6 @@ typedef struct cu_fiber cu_fiber;
 /// What a fiber runs. When it returns, the fiber switches back to its resumer for the last time.
 typedef void (*cu_fiber_entry)(void *_Nullable argument);
 
-/// Maps a stack of `stack_size` usable bytes (rounded up to whole pages) with a PROT_NONE guard
-/// region of `guard_size` bytes below it, and builds a fiber on it. Pages are committed only when
-/// touched. Returns NULL and leaves errno set when the kernel refuses the mapping.
-cu_fiber *_Nullable cu_fiber_new(size_t stack_size, size_t guard_size);
-
 /// Stacks mapped together: one kernel mapping cut into `count` equal slots, each a guard region,
 /// a stack and a fiber. Opaque to Swift.
 typedef struct cu_stack_slab cu_stack_slab;
@@ -50,11 +45,11 @@ size_t cu_stack_slab_count(const cu_stack_slab *_Nonnull slab);
 /// The index of a slab fiber's slot.
 size_t cu_fiber_slot(const cu_fiber *_Nonnull fiber);
 
-/// The slab a fiber's slot belongs to (NULL for a fiber on a shared stack).
+/// The slab a fiber's slot belongs to (a slab's fibers only).
 cu_stack_slab *_Nullable cu_fiber_slab(const cu_fiber *_Nonnull fiber);
 
-/// Unmaps the fiber's stack (a fiber of cu_fiber_new), or for a fiber on a shared stack frees its record and saved bytes.
-/// The fiber must not be running or suspended mid-body.
+/// Frees a fiber on a shared stack: its record and saved bytes. It must not be running or
+/// suspended mid-body. (A slab's fibers go with their slab.)
 void cu_fiber_free(cu_fiber *_Nonnull fiber);
 
 /// A stack that many fibers take turns on: while one runs there, the used part of each of the
@@ -86,8 +81,8 @@ size_t cu_fiber_saved_size(const cu_fiber *_Nonnull fiber);
 /// differ from an image: below it, whole copies (faster to switch, and little memory anyway).
 enum { CU_SHARED_DELTA_MIN_FIBERS = 32 };
 
-/// For tests: sets bit `first + i` of `map` for each of `count` words that differs from
-/// `reference`'s, as a parking on a shared stack is compared with its stack's image.
+/// Sets bit `first + i` of `map` for each of `count` words that differs from `reference`'s, as a
+/// parking on a shared stack is compared with its stack's image (shared.c; exported for tests).
 void cu_shared_stack_mark_differences(const unsigned long long *_Nonnull words,
                                       const unsigned long long *_Nonnull reference, size_t count,
                                       size_t first, unsigned long long *_Nonnull map);
@@ -119,45 +114,12 @@ void cu_fiber_set_label(cu_fiber *_Nonnull fiber, const char *_Nullable name, si
 /// Usable stack bytes of the fiber (after rounding).
 size_t cu_fiber_stack_size(const cu_fiber *_Nonnull fiber);
 
-/// Bytes of stack touched below `stack_top` (a fiber's address: its stack ends there), looking
-/// at most `stack_size` bytes down; page granularity. Asks the kernel which pages are resident,
-/// so it never reads the stack and returns 0 for an address that is no longer mapped. A pooled
-/// stack remembers the deepest use of every coroutine that ran on it.
-size_t cu_stack_high_water(const void *_Nonnull stack_top, size_t stack_size);
-
-/// Makes SIGQUIT write one byte to `write_fd` (a non-blocking pipe) instead of ending the
-/// process. Returns 0, or -1 with errno set.
-int cu_sigquit_notify(int write_fd);
-
 /// The system page size.
 size_t cu_page_size(void);
 
-/// Chooses the switch used by every fiber from now on: 0 selects glibc swapcontext, 1 the
-/// register-only switch (x86_64 only). Call it before any fiber runs: the two keep the same
-/// registers in the same places, but only swapcontext saves the signal mask and the whole x87
-/// environment, so a fiber must be switched out and back in by the same backend.
-/// Returns 0 on success, -1 when the backend is not available on this machine.
-int cu_set_backend(int backend);
-
-/// The backend in use (see cu_set_backend).
+/// The switch every fiber uses, chosen when the program loads (COROUTINES_BACKEND): 0 for glibc
+/// swapcontext, 1 for the register-only switch (x86_64 only).
 int cu_backend(void);
-
-/// What cu_backend_probe found.
-enum {
-  CU_PROBE_PASSED = 0,
-  CU_PROBE_UNAVAILABLE = 1,       // the backend does not exist on this machine
-  CU_PROBE_NO_MEMORY = 2,         // the probe could not allocate its context
-  CU_PROBE_NOT_STARTED = 3,       // the made context did not run, or ran the wrong number of times
-  CU_PROBE_BAD_ARGUMENTS = 4,     // the made context's entry missed makecontext's arguments
-  CU_PROBE_LOST_REGISTERS = 5,    // a callee-saved register changed across a switch
-  CU_PROBE_LOST_FP_CONTROL = 6,   // a side's x87 or SSE rounding mode leaked to the other
-};
-
-/// Checks one backend's switch without touching the one in use: starts a context made by
-/// getcontext + makecontext with six arguments and switches into it and back a few times,
-/// checking on both sides that callee-saved registers and floating-point control words survive.
-/// Returns CU_PROBE_PASSED or the first problem found.
-int cu_backend_probe(int backend);
 
 // Thread-locals. Each access is a real call so that no compiler caches a thread-local's address
 // across a context switch: a coroutine may resume on another thread.

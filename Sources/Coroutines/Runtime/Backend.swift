@@ -55,9 +55,4 @@ public enum CoroutineBackend: String, Sendable, CaseIterable {
     case .fast: 1
     }
   }
-
-  /// Runs the shim's self-check of this backend on a private context, leaving the backend in
-  /// use alone: a context made by `makecontext` must start and receive its arguments, and each
-  /// side of a switch must get back its own callee-saved registers and rounding mode.
-  func selfCheck() -> Int32 { cu_backend_probe(shimValue) }
 }

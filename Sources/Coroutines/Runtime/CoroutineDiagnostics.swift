@@ -1,4 +1,4 @@
-import CUContext
+import CLinux
 import Foundation
 import Synchronization
 

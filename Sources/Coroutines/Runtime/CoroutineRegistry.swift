@@ -202,7 +202,7 @@ enum CoroutineRegistry {
     }
     for index in result.indices where fibers[index] != 0 {
       let top = UnsafeRawPointer(bitPattern: fibers[index])!
-      result[index].stackUsed = cu_stack_high_water(top, result[index].stackSize)
+      result[index].stackUsed = stackHighWater(below: top, looking: result[index].stackSize)
     }
     return result
   }

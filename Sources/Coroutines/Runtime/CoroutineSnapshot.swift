@@ -1,4 +1,6 @@
+import CUContext
 import Dispatch
+import Glibc
 
 /// One live coroutine as a dump shows it, taken at one moment (it may have moved on since).
 public struct CoroutineSnapshot: Sendable, CustomStringConvertible {
@@ -51,4 +53,30 @@ private func describe(_ scheduler: any CoroutineScheduler) -> String {
   if let queue = scheduler as? DispatchQueue { return "DispatchQueue \"\(queue.label)\"" }
   if scheduler === CoroutineLoop.main { return "CoroutineLoop.main" }
   return "\(type(of: scheduler)) 0x\(address)"
+}
+
+/// Bytes of stack touched below `top` (a fiber's address: its stack ends there), looking at most
+/// `size` bytes down, to the page. The kernel says which pages are resident (`mincore`), so the
+/// stack itself is never read and an address that is no longer mapped gives 0.
+func stackHighWater(below top: UnsafeRawPointer, looking size: Int) -> Int {
+  let page = UInt(cu_page_size())
+  let end = UInt(bitPattern: top)
+  let first = (end &- UInt(size)) & ~(page - 1)
+  let pages = Int(((end + page - 1) & ~(page - 1) &- first) / page)
+  let chunkPages = 256
+  return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: chunkPages) { resident in
+    // From the bottom up in chunks: the first resident page is the deepest one touched.
+    var done = 0
+    while done < pages {
+      let chunk = min(pages - done, chunkPages)
+      let start = UnsafeMutableRawPointer(bitPattern: first + UInt(done) * page)
+      guard mincore(start, chunk * Int(page), resident.baseAddress) == 0 else { return 0 }
+      if let index = (0..<chunk).first(where: { resident[$0] & 1 != 0 }) {
+        let deepest = first + UInt(done + index) * page
+        return deepest >= end ? 0 : Int(end - deepest)
+      }
+      done += chunk
+    }
+    return 0
+  }
 }

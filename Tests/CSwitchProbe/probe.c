@@ -3,8 +3,14 @@
 // on both sides that callee-saved registers and the floating-point control words come back.
 #include <stdint.h>
 #include <stdlib.h>
+#include <ucontext.h>
 
-#include "fiber.h"
+#include "cswitchprobe.h"
+
+// The switch of a backend, or NULL where it does not exist (Sources/CUContext/switch.c; not in
+// the library's header, since ucontext_t never crosses it).
+typedef void (*cu_switch_function)(ucontext_t *from, ucontext_t *to);
+cu_switch_function cu_backend_switch(int backend);
 
 enum { probe_rounds = 3, probe_stack_size = 64 * 1024 };
 
@@ -53,29 +59,19 @@ typedef struct probe {
   struct probe *self;  // lets the made context check the address it was given
   ucontext_t caller;
   ucontext_t context;
-  int backend;
+  cu_switch_function switch_to;  // the switch under test
   int rounds;   // rounds the made context has begun
   int failure;  // the first problem the made context saw
 } probe;
 
-static void probe_switch(int backend, ucontext_t *from, ucontext_t *to) {
-#if defined(__x86_64__)
-  if (backend == 1) {
-    cu_switch_fast(from, to);
-    return;
-  }
-#endif
-  if (swapcontext(from, to) != 0) abort();
-}
-
 static void to_context(void *argument) {
   probe *p = argument;
-  probe_switch(p->backend, &p->caller, &p->context);
+  p->switch_to(&p->caller, &p->context);
 }
 
 static void to_caller(void *argument) {
   probe *p = argument;
-  probe_switch(p->backend, &p->context, &p->caller);
+  p->switch_to(&p->context, &p->caller);
 }
 
 static void note(probe *p, int failure) {
@@ -99,13 +95,8 @@ static void probe_entry(unsigned first, unsigned second, unsigned high, unsigned
 }
 
 int cu_backend_probe(int backend) {
-  if (backend != 0) {
-#if defined(__x86_64__)
-    if (backend != 1) return CU_PROBE_UNAVAILABLE;
-#else
-    return CU_PROBE_UNAVAILABLE;
-#endif
-  }
+  cu_switch_function switch_to = cu_backend_switch(backend);
+  if (switch_to == NULL) return CU_PROBE_UNAVAILABLE;
   probe *p = calloc(1, sizeof *p);
   void *stack = malloc(probe_stack_size);
   if (p == NULL || stack == NULL || getcontext(&p->context) != 0) {
@@ -114,7 +105,7 @@ int cu_backend_probe(int backend) {
     return CU_PROBE_NO_MEMORY;
   }
   p->self = p;
-  p->backend = backend;
+  p->switch_to = switch_to;
   p->context.uc_stack.ss_sp = stack;
   p->context.uc_stack.ss_size = probe_stack_size;
   p->context.uc_link = NULL;
