@@ -34,7 +34,8 @@ extension CoroutineLoop {
   /// Moves a batch of what waits in the overflow of this loop's `ready` queue into its ring
   /// (see `StealQueue.takeOverflowBatch`), and wakes an idle loop when there is more than the
   /// next job to share, as `enqueueStealable` does.
-  func takeOverflowBatch(_ ready: StealQueue) {
+  func takeOverflowBatch() {
+    let ready = ready!
     guard ready.takeOverflowBatch() > 0, ready.count > 1 else { return }
     atomicMemoryFence(ordering: .sequentiallyConsistent)
     groupReference!._withUnsafeGuaranteedRef { $0.wakeIdleLoop(besides: self) }

@@ -72,7 +72,7 @@ extension CoroutineLoop {
   private func takeRemoteWork() {
     // A relaxed look suffices: work missed here is found by `waitForWork`, which looks again
     // before sleeping; the exchange that empties the inbox orders its contents.
-    if let ready, ready.overflowMayHoldWork { takeOverflowBatch(ready) }
+    if ready?.overflowMayHoldWork == true { takeOverflowBatch() }
     guard inbox.mayHoldWork else { return }
     inbox.takeAll(into: &localJobs)
   }
