@@ -111,6 +111,73 @@ private func onThreads(_ bodies: [@Sendable () -> Void]) {
   }
 }
 
+/// A group loop's ready queue with threads outside the group pushing into its overflow while its
+/// owner queues and takes (moving a batch of the overflow into its ring at each "turn") and
+/// thieves take halves: every job is taken exactly once. Bounded in count; run under
+/// ThreadSanitizer by `make sanitize`.
+@Suite struct StealQueueOutsidePushStressTests {
+  static let ownJobs = 30_000
+  static let pushers = 3
+  static let pushedEach = 10_000
+  static let thieves = 2
+  static var total: Int { ownJobs + pushers * pushedEach }
+
+  @Test func everyJobIsTakenOnceWhileOutsideThreadsPushAndThievesRace() {
+    let queues = (0...Self.thieves).map { _ in StealQueue() }
+    let runs = RunCounts(count: Self.total)
+    let taken = SharedCount()
+    @Sendable func ran(_ job: StealableJob) {
+      runs.ran(StealQueueStressTests.number(job))
+      taken.value.add(1, ordering: .relaxed)
+    }
+    let owner: @Sendable () -> Void = {
+      let mine = queues[0]
+      var next = 0
+      var round = 0
+      while next < Self.ownJobs || taken.value.load(ordering: .relaxed) < Self.total {
+        _ = mine.takeOverflowBatch()
+        let burst = min(Self.ownJobs - next, (round % 7 + 1) * StealQueue.capacity / 5)
+        for _ in 0..<burst {
+          mine.append(StealQueueStressTests.entry(next))
+          next += 1
+        }
+        for _ in 0..<(round % 3 + 1) * 16 {
+          guard let job = mine.popFirst() else { break }
+          ran(job)
+        }
+        round += 1
+      }
+    }
+    let pushers: [@Sendable () -> Void] = (0..<Self.pushers).map { pusher in
+      {
+        let first = Self.ownJobs + pusher * Self.pushedEach
+        for number in first..<(first + Self.pushedEach) {
+          _ = queues[0].pushFromElsewhere(StealQueueStressTests.entry(number))
+        }
+      }
+    }
+    let thieves: [@Sendable () -> Void] = (1...Self.thieves).map { index in
+      {
+        let mine = queues[index]
+        var turn = 0
+        while taken.value.load(ordering: .relaxed) < Self.total {
+          turn += 1
+          var victim = turn.isMultiple(of: 2) ? 0 : (index + turn / 2) % Self.thieves + 1
+          if victim == index { victim = 0 }
+          if mine.steal(from: queues[victim]) > 0 {
+            while let job = mine.popFirst() { ran(job) }
+          }
+        }
+      }
+    }
+    onThreads([owner] + pushers + thieves)
+    #expect(runs.notOnce.isEmpty, "jobs not taken exactly once: \(runs.notOnce.prefix(10))")
+    #expect(runs.total == Self.total)
+    let leftOver = queues.reduce(0) { $0 + $1.count }
+    #expect(leftOver == 0)
+  }
+}
+
 /// A loop's inbox with many threads pushing and the loop's thread taking, then closing it while
 /// pushes still come: every job pushed before the close is taken exactly once, every one after
 /// it is refused (and never taken). Bounded in count; run under ThreadSanitizer by

@@ -59,4 +59,63 @@ import Testing
     #expect(stolen.count == all.count)
     #expect(victim.isEmpty)
   }
+
+  @Test func jobsPushedFromElsewhereComeOutOnceOldestFirst() {
+    let queue = StealQueue()
+    let all = jobs(StealQueue.capacity * 2 + 3)
+    // Each push reports how many waited before it.
+    #expect(all.map { queue.pushFromElsewhere($0) } == Array(0..<all.count))
+    #expect(queue.count == all.count)
+    let taken = drain(queue)
+    // Oldest first, but for the one take in `fairnessInterval` that goes to the overflow first.
+    let firstRun = Int(StealQueue.fairnessInterval) - 1
+    #expect(taken.prefix(firstRun) == all.prefix(firstRun).map(\.bits)[...])
+    #expect(taken.sorted() == all.map(\.bits))
+    #expect(queue.isEmpty && queue.overflowIsEmpty)
+  }
+
+  @Test func aTurnMovesAtMostHalfARingOfTheOverflowAndNothingSpillsBack() {
+    let queue = StealQueue()
+    let all = jobs(StealQueue.capacity * 10)
+    for job in all { _ = queue.pushFromElsewhere(job) }
+    let half = StealQueue.capacity / 2
+    #expect(queue.takeOverflowBatch() == half)
+    #expect(queue.takeOverflowBatch() == half)
+    // The ring is full: the next turn moves nothing rather than spilling it back.
+    #expect(queue.takeOverflowBatch() == 0)
+    #expect(queue.count == all.count)
+    // Room for ten: ten move.
+    for _ in 0..<10 { _ = queue.popFirst() }
+    #expect(queue.takeOverflowBatch() == 10)
+    #expect(queue.count == all.count - 10)
+  }
+
+  @Test func aJobPushedFromElsewhereRunsThoughTheRingNeverEmpties() {
+    let queue = StealQueue()
+    for job in jobs(StealQueue.capacity - 8) { queue.append(job) }
+    let outside = StealableJob(bits: UInt(1_000_000) << 4)
+    _ = queue.pushFromElsewhere(outside)
+    var next = StealQueue.capacity
+    var pops = 0
+    // Turns of a loop whose every job queues another: the batch moves the outside job into the
+    // ring at the first turn, behind what was there.
+    while pops < StealQueue.capacity * 2 {
+      _ = queue.takeOverflowBatch()
+      let job = queue.popFirst()!
+      pops += 1
+      if job.bits == outside.bits { break }
+      next += 1
+      queue.append(StealableJob(bits: UInt(next) << 4))
+    }
+    #expect(pops == StealQueue.capacity - 7)
+  }
+
+  @Test func aThiefTakesHalfOfWhatWasPushedFromElsewhere() {
+    let (victim, thief) = (StealQueue(), StealQueue())
+    let all = jobs(10)
+    for job in all { _ = victim.pushFromElsewhere(job) }
+    #expect(thief.steal(from: victim) == 5)
+    #expect(drain(thief) == all.prefix(5).map(\.bits))
+    #expect(drain(victim) == all.suffix(5).map(\.bits))
+  }
 }

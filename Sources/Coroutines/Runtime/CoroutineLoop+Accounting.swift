@@ -53,7 +53,7 @@ extension CoroutineLoop {
 
   /// True when another thread may have left work (a relaxed look, for spinning).
   var remoteWorkMayWait: Bool {
-    inbox.mayHoldWork || (ready != nil && roamingInbox.mayHoldWork)
+    inbox.mayHoldWork || (ready?.overflowMayHoldWork ?? false)
   }
 
   /// For a loop about to end: a group's loop ends for good, closed to visitors and to other

@@ -19,36 +19,26 @@ extension CoroutineLoop {
   }
 
   /// Queues a coroutine of the group that another thread woke or launched (any thread but this
-  /// loop's): in `roamingInbox`, from which this loop or an idle one takes it. Wakes this loop
-  /// if it sleeps; if it is busy and more than this one waits, wakes an idle loop to take them.
+  /// loop's): in the overflow of this loop's `ready` queue, from which this loop or an idle one
+  /// takes it. Wakes this loop if it sleeps; if it is busy and more than this one waits, wakes
+  /// an idle loop to take them.
   func enqueueFromElsewhere(_ job: StealableJob) {
-    // Never refused: this inbox is never closed (a coroutine of the group keeps every loop of
+    // Never refused: the overflow is never closed (a coroutine of the group keeps every loop of
     // the group from ending).
-    let pushed = roamingInbox.push(job.loopJob)
-    if !wakeIfAsleep(), pushed != .first {
+    let waitedBefore = ready!.pushFromElsewhere(job)
+    if !wakeIfAsleep(), waitedBefore > 0 {
       groupReference!._withUnsafeGuaranteedRef { $0.wakeIdleLoop(besides: self) }
     }
   }
 
-  /// Moves the coroutines waiting in this loop's `roamingInbox` to its `ready` queue.
-  func takeRoamingInbox() {
-    roamingInbox.takeAll { enqueueStealable(StealableJob($0)) }
-  }
-
-  /// Takes the older half (rounded down) of the coroutines waiting in another group loop's
-  /// roaming inbox, putting the rest back; true if it took some. Never a lone one: that loop
-  /// may have just been woken to run it.
-  private func takeHalf(of victim: CoroutineLoop) -> Bool {
-    var jobs: [StealableJob] = []
-    victim.roamingInbox.takeAll { jobs.append(StealableJob($0)) }
-    let taking = jobs.count / 2
-    if taking < jobs.count {
-      for job in jobs[taking...] { victim.roamingInbox.push(job.loopJob) }
-      // It may have looked at its inbox while this loop held them, and gone to sleep.
-      victim.wakeIfAsleep()
-    }
-    for job in jobs[..<taking] { enqueueStealable(job) }
-    return taking > 0
+  /// Moves a batch of what waits in the overflow of this loop's `ready` queue into its ring
+  /// (see `StealQueue.takeOverflowBatch`), and wakes an idle loop when there is more than the
+  /// next job to share, as `enqueueStealable` does.
+  func takeOverflowBatch() {
+    let ready = ready!
+    guard ready.takeOverflowBatch() > 0, ready.count > 1 else { return }
+    atomicMemoryFence(ordering: .sequentiallyConsistent)
+    groupReference!._withUnsafeGuaranteedRef { $0.wakeIdleLoop(besides: self) }
   }
 
   /// Runs the coroutines queued on `ready` at the start of this turn (those they queue wait for
@@ -95,8 +85,7 @@ extension CoroutineLoop {
   }
 
   /// Looks for ready coroutines elsewhere in the group, for a loop with nothing to run: half of
-  /// another loop's queue, or of what other threads left in its roaming inbox. True if it found
-  /// some.
+  /// another loop's ring, or of its overflow. True if it found some.
   func findGroupWork() -> Bool {
     guard let group, let ready else { return false }
     let loops = group.loops
@@ -106,7 +95,6 @@ extension CoroutineLoop {
     for offset in 0..<(loops.count - 1) {
       let victim = loops[(start &+ offset) % loops.count]
       if let theirs = victim.ready, ready.steal(from: theirs) > 0 { return true }
-      if victim.roamingInbox.mayHoldWork, takeHalf(of: victim) { return true }
     }
     return false
   }

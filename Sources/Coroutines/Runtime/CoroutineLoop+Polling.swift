@@ -106,7 +106,7 @@ extension CoroutineLoop {
         _ = $0.sleepingLoops.subtract(1, ordering: .relaxed)
       }
     }
-    if !inbox.isEmpty || (ready != nil && !roamingInbox.isEmpty) {
+    if !inbox.isEmpty || !(ready?.overflowIsEmpty ?? true) {
       sleeping.store(false, ordering: .relaxed)
       return true
     }

@@ -72,8 +72,10 @@ extension CoroutineLoop {
 
   private func takeRemoteWork() {
     // A relaxed look suffices: work missed here is found by `waitForWork`, which looks again
-    // before sleeping; the exchange that empties the inbox orders its contents.
-    if ready != nil, roamingInbox.mayHoldWork { takeRoamingInbox() }
+    // before sleeping; the exchange that empties the inbox, and the overflow's lock, order
+    // their contents. Not bound with `if let`: that retained and released the ready queue at
+    // every turn, on the line that thieves read its head and tail from.
+    if ready?.overflowMayHoldWork == true { takeOverflowBatch() }
     guard inbox.mayHoldWork else { return }
     inbox.takeAll(into: &localJobs)
   }

@@ -60,9 +60,6 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   // set through a thread-local lookup, and it was a fifth of a loop round trip.
   /// Jobs from other threads.
   let inbox = RemoteInbox()
-  /// A group loop's coroutines of the group that other threads woke or launched, which idle
-  /// loops of the group may take too (see `enqueueFromElsewhere(_:)`).
-  let roamingInbox = RemoteInbox()
   @exclusivity(unchecked) var localJobs = JobQueue()
   @exclusivity(unchecked) var timers = TimerHeap()
   /// `co_delay` sleeps in `timers` that have neither rung nor ended early. Only the loop's own

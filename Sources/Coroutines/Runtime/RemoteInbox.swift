@@ -74,8 +74,7 @@ struct RemoteInbox: ~Copyable {
   }
 
   /// Takes every waiting job, oldest first, handing each to `body`. Any thread may, as the
-  /// exchange gives each list to one taker: idle loops of a group take from a busy loop's
-  /// inbox of roaming coroutines.
+  /// exchange gives each list to one taker.
   func takeAll(_ body: (consuming LoopJob) -> Void) {
     var entry = head.exchange(0, ordering: .acquiring)
     guard entry != 0 else { return }

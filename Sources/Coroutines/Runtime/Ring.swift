@@ -1,7 +1,7 @@
 /// A first-in, first-out ring of raw slots, O(1) at both ends, that grows by doubling and never
 /// shrinks, so a queue in steady state allocates nothing per element: the one ring of the
 /// runtime, under a loop's jobs (`JobQueue`), both parts of its timer heap (`TimerEntryRing`),
-/// a group loop's spilled ready coroutines, the test loop's ready jobs, a channel's buffer and
+/// a group loop's overflow of ready coroutines, the test loop's ready jobs, a channel's buffer and
 /// a scheduled generator's waiting consumers.
 ///
 /// A ring rather than an array with a moving head: reclaiming the taken slots at the front of
