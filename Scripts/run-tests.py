@@ -61,7 +61,7 @@ def main():
             pending += chunk
             *lines, pending = pending.split(b"\n")
             for raw in lines:
-                line = ESCAPE.sub("", raw.decode("utf-8", "replace")).rstrip("\r").split("\r")[-1]
+                line = ESCAPE.sub("", raw.decode("utf-8", "replace")).replace("\r", "")
                 if line.startswith("✔ Test ") and " passed after " in line:
                     passed += 1
                 if show_all or not is_routine(line):
