@@ -24,7 +24,8 @@ protocol TaskNode: AnyObject, Sendable {
   var unhandledErrorHandler: HandlerBox? { get }
 }
 
-/// An unhandled-error handler (`CoUnhandledErrors.Handler`) in a class, so it is passed by reference and never re-wrapped.
+/// An unhandled-error handler (`CoUnhandledErrors.Handler`) in a class, so it is passed by
+/// reference and never re-wrapped.
 @usableFromInline
 final class HandlerBox: Sendable {
   let handler: @Sendable (_ coroutineName: String?, _ error: any Error) -> Void
