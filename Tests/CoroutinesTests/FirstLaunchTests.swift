@@ -17,22 +17,9 @@ import Testing
   static let childVariable = "COROUTINES_FIRST_LAUNCH_CHILD"
 
   @Test func theFirstLaunchesOfAProcessOnSeveralThreadsAtOnceDoNotRace() throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    process.arguments = [
-      "--testing-library", "swift-testing",
-      "--filter", "FirstLaunchTests.severalThreadsLaunchAtOnce",
-    ]
-    process.environment = ProcessInfo.processInfo.environment.merging([Self.childVariable: "1"]) {
-      $1
-    }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 0, "\(printed)")
+    let (status, printed) = try runTestInChildProcess(
+      "FirstLaunchTests.severalThreadsLaunchAtOnce", setting: Self.childVariable)
+    #expect(status == 0, "\(printed)")
     #expect(printed.contains("passed"), "\(printed)")
     #expect(!printed.contains("ThreadSanitizer"), "\(printed)")
   }

@@ -19,21 +19,7 @@ import Testing
 
   /// Runs the child test `name` in a fresh process; its exit status and everything it printed.
   static func runChild(_ name: String) throws -> (status: Int32, printed: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    process.arguments = [
-      "--testing-library", "swift-testing", "--filter", "MainLoopWatchTests.\(name)",
-    ]
-    process.environment = ProcessInfo.processInfo.environment.merging([Self.childVariable: "1"]) {
-      $1
-    }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, printed)
+    try runTestInChildProcess("MainLoopWatchTests.\(name)", setting: childVariable)
   }
 
   @Test func launchesOnAMainLoopThatNeverRunsAreReportedAtExit() throws {
