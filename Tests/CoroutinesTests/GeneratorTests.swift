@@ -168,7 +168,26 @@ import Testing
     #expect(Array(pairs) == ["11", "12", "21", "22"])
   }
 
-  // Recursion that yields from deep inside: GeneratorDocSamples.treeWalk.
+  @Test func recursionYieldsFromDeepInside() {
+    final class Tree: Sendable {
+      let value: Int
+      let children: [Tree]
+      init(_ value: Int, _ children: [Tree] = []) {
+        self.value = value
+        self.children = children
+      }
+    }
+    let tree = Tree(1, [Tree(2, [Tree(3)]), Tree(4)])
+    let walk = co_sequence { (yield: CoYield<Int>) in
+      func visit(_ node: Tree) throws {
+        try yield(node.value)
+        for child in node.children { try visit(child) }
+      }
+      try visit(tree)
+    }
+    let order = Array(walk)  // [1, 2, 3, 4]
+    #expect(order == [1, 2, 3, 4])
+  }
 
   // MARK: Inline generators whose body awaits
 
