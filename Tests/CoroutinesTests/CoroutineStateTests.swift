@@ -7,11 +7,10 @@ import Testing
   typealias Event = CoroutineState.Event
 
   static let allEvents: [Event] = [
-    .start, .park, .wake, .keepRunning, .reschedule, .resume, .finish, .parkWatched, .unwatch,
-    .handOver,
+    .start, .park, .wake, .keepRunning, .reschedule, .resume, .finish,
   ]
   static let allStates: [CoroutineState] = [
-    .created, .running, .wokenEarly, .suspended, .scheduled, .finished, .watched, .handedOver,
+    .created, .running, .wokenEarly, .suspended, .scheduled, .finished,
   ]
 
   /// The whole legal table; every other pair must be refused.
@@ -26,11 +25,6 @@ import Testing
     "woken early/keepRunning": .running,
     "suspended/wake": .scheduled,
     "scheduled/resume": .running,
-    "running/parkWatched": .watched,
-    "watched/unwatch": .suspended,
-    "watched/wake": .scheduled,
-    "watched/handOver": .handedOver,
-    "handed over/resume": .running,
   ]
 
   @Test func everyLegalTransitionLandsWhereTheTableSays() throws {

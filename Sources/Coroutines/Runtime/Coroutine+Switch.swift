@@ -60,7 +60,6 @@ extension Coroutine {
     let reason = exit
     switch reason {
     case .park:
-      if let resumer, parkWatched(by: resumer) { return .parked }
       // Off its stack now: either park it, or honour a wake-up that came while it left.
       if !compareAndSwap(.running, .suspended) {
         transition(.park)  // woken early → scheduled

@@ -33,6 +33,11 @@ extension Coroutine {
   /// Inlinable callers suspend it themselves (see "Switching").
   @usableFromInline
   func fiberToPark() -> OpaquePointer? {
+    // A wake-up from another thread that comes while the idle loop spins here costs no switch
+    // (see CoroutineLoop+Spin.swift).
+    if state.load(ordering: .relaxed) == .running, let loop = loopRunningHereUnretained {
+      loop._withUnsafeGuaranteedRef { $0.spinBeforeParking(self) }
+    }
     // Only a waker's `running → wokenEarly` can have changed the state, and nothing changes it
     // back but this thread: a plain load decides, and most parks skip the locked instruction,
     // which right after a switch into a cold coroutine waited for that switch's stores. A wake
@@ -115,9 +120,6 @@ extension Coroutine {
       switch now {
       case .suspended: next = .scheduled
       case .running: next = .wokenEarly
-      // Watched by its idle loop. A loop's thread queues it as usual (beside itself, for a
-      // coroutine of its group), and the watch ends; any other thread hands it over.
-      case .watched: next = cu_tls_current_loop() == nil ? .handedOver : .scheduled
       default: coStop("a \(now) coroutine cannot be woken")
       }
       let (exchanged, found) = state.compareExchange(
@@ -126,7 +128,7 @@ extension Coroutine {
         if next == .scheduled { enqueueResume() }
         return
       }
-      // It parked, or was watched, or its watch ended, meanwhile: try again.
+      // It parked meanwhile: try again.
       now = found
     }
   }

@@ -115,9 +115,6 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   @usableFromInline @exclusivity(unchecked) var deliveredWord: UInt = 0
   /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
   let waitWord = Atomic<UInt64>(0)
-  /// The address of the loop that watches the coroutine while it is `watched` or `handedOver`
-  /// (see `parkWatched`); stale otherwise.
-  let watcher = Atomic<UInt>(0)
   let state: Atomic<CoroutineState>
   @usableFromInline let cancelled = Atomic<Bool>(false)
   /// Whether `deliveredWord` holds the value of the wait that just ended.

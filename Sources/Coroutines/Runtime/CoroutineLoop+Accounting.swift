@@ -45,10 +45,9 @@ extension CoroutineLoop {
     localLive &+ remoteLive.load(ordering: .sequentiallyConsistent)
   }
 
-  /// True when the loop has nothing queued and watches no coroutine: one that parks now, from
-  /// this loop's own thread, is watched (see `Coroutine.parkWatched`).
-  var mayWatch: Bool {
-    watched == nil && localJobs.isEmpty && (ready.map { $0.isEmpty } ?? true)
+  /// True when the loop has no job queued and no coroutine ready to run here.
+  var hasNothingQueued: Bool {
+    localJobs.isEmpty && (ready.map { $0.isEmpty } ?? true)
   }
 
   /// True when another thread may have left work (a relaxed look, for spinning).

@@ -95,8 +95,6 @@ extension CoroutineLoop {
     // Spinning watches only other threads' work: with descriptors to watch, the loop sleeps in
     // the poller at once, which sees both.
     if poller.waiterCount == 0, spinForRemoteWork() { return true }
-    // Asleep, the loop would not see a hand-over: wakers must queue the coroutine instead.
-    if !stopWatching() { return true }
     sleeping.store(true, ordering: .sequentiallyConsistent)
     groupReference?._withUnsafeGuaranteedRef {
       _ = $0.sleepingLoops.add(1, ordering: .sequentiallyConsistent)

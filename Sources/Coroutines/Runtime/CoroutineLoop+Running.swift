@@ -38,7 +38,6 @@ extension CoroutineLoop {
     }
     while true {
       takeRemoteWork()
-      if watched != nil { attendToWatched() }
       // Checked here, not inside: entering the function for nothing cost a frame's worth of
       // saves and restores on every turn (26 of the 391 instructions of a `co_delay(0)`).
       let moreDue = timers.isEmpty ? false : fireDueTimers()
@@ -57,7 +56,7 @@ extension CoroutineLoop {
         ran &+= 1
       }
       if let ready { ran &+= runReadyCoroutines(ready) }
-      if moreDue || !localJobs.isEmpty || ready?.isEmpty == false || watchedNeedsAttention {
+      if moreDue || !localJobs.isEmpty || ready?.isEmpty == false {
         if poller.waiterCount > 0 { pollWhileBusy(afterRunning: ran) }
         continue
       }
@@ -65,8 +64,6 @@ extension CoroutineLoop {
       if !waitForWork() { break }
     }
     timers = TimerHeap()
-    // `waitForWork` stopped any watch before it found the loop idle.
-    coPrecondition(watched == nil, "CoroutineLoop.run(): the loop ended while watching a coroutine")
     if ready != nil { returnStashedStacks() }
   }
 

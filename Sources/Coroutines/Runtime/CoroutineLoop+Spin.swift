@@ -2,14 +2,25 @@ import CUContext
 import Foundation
 import Synchronization
 
-/// How a loop spins before it sleeps, watching for other threads' work and for the hand-over
-/// of the coroutine it parked last.
+/// How a loop waits for another thread without a trip through the kernel: it spins, for a few
+/// microseconds, before it sleeps and before a coroutine that would leave it idle parks.
+///
+/// Falling asleep and being woken costs each side a trip through the kernel (about 5 µs per
+/// cross-thread round trip on this machine), so when a reply is about to come, as it is when a
+/// coroutine awaits another thread's answer, spinning is much faster. The spin is one loop
+/// (`spin(until:)`) with one budget, looked at in two places:
+///
+/// - A coroutine about to park while its loop has nothing else to run spins on its own stack
+///   until its wait is woken (`spinBeforeParking`): a wake-up from another thread then costs the
+///   claim of its wait and nothing else, no switch out and back in, no queue. Every kind of wait
+///   goes through it (futures, callbacks, channels, locks), since they all park the same way.
+/// - A loop about to sleep spins until other threads' work arrives (`spinForRemoteWork`).
 extension CoroutineLoop {
   /// The longest the loop spins before sleeping: about the time another thread takes to be
   /// woken and answer (a few microseconds here), with room to spare.
   static let longestSpin: UInt64 = 25_000
 
-  /// How long the loop watches between two offers of its processor to other threads. Work that
+  /// How long the loop spins between two offers of its processor to other threads. Work that
   /// arrives while the loop is inside `sched_yield` waits for the system call to return (half a
   /// microsecond or more on a virtual machine); offered every few looks, the processor was given
   /// away so often that most wake-ups came during one.
@@ -22,21 +33,32 @@ extension CoroutineLoop {
     spinBudget = nanoseconds
   }
 
-  /// Before sleeping, watches for other threads' work and for the hand-over of the watched
-  /// coroutine (see CoroutineLoop+Watch.swift) for up to `spinBudget`, offering the processor
-  /// to other threads every `spinBetweenYields`. Falling asleep and being woken costs each side
-  /// a trip through the kernel (about 5 µs per cross-thread round trip on this machine), so
-  /// when a reply is about to come, as it is when a coroutine awaits another thread's answer,
-  /// spinning is much faster. This is the runtime's only spin. The budget adapts: it is spent
-  /// only after a recent sleep ended early by another thread's work (see `waitForWork`), and
-  /// halves after every spin that found nothing, so a loop whose coroutines wait for timers or
-  /// long jobs soon does not spin at all. It never spins past the nearest timer's deadline.
+  /// Before sleeping, spins until other threads' work arrives (see `spin(until:)`). Returns
+  /// true when work arrived (or a timer fell due) and the loop should run it.
+  func spinForRemoteWork() -> Bool {
+    spin { false }
+  }
+
+  /// For `coroutine`, which runs on this loop's thread and is about to park: spins on its stack
+  /// until its wait is woken (see `spin(until:)`), when the loop has nothing else to run. Not
+  /// while the loop has jobs, ready coroutines or descriptors to watch: they would wait for the
+  /// spin, and the poller is looked at only by a loop that sleeps.
+  func spinBeforeParking(_ coroutine: Coroutine) {
+    guard spinBudget > 0, poller.waiterCount == 0, hasNothingQueued else { return }
+    _ = spin { coroutine.state.load(ordering: .relaxed) == .wokenEarly }
+  }
+
+  /// Spins for up to `spinBudget`, offering the processor to other threads every
+  /// `spinBetweenYields`, until `found()` is true or other threads' work may wait; returns
+  /// true then, or at once when a timer is due already. The budget adapts: it is spent only
+  /// after a recent sleep ended early by another thread's work (see `waitForWork`), and halves
+  /// after every spin that found nothing, so a loop whose coroutines wait for timers or long
+  /// jobs soon does not spin at all. It never spins past the nearest timer's deadline.
   ///
   /// A loop of a group spins only with one of the group's spin slots (see
-  /// `CoroutineLoopGroup.takeSpinSlot`); without one it sleeps at once.
-  ///
-  /// Returns true when work arrived (or a timer fell due) and the loop should run it.
-  func spinForRemoteWork() -> Bool {
+  /// `CoroutineLoopGroup.takeSpinSlot`), as Go lets at most half its threads spin; without one
+  /// it returns false at once.
+  private func spin(until found: () -> Bool) -> Bool {
     guard spinBudget > 0, liveCoroutines > 0 || groupReference != nil else { return false }
     let start = monotonicNanoseconds()
     var end = start &+ spinBudget
@@ -51,11 +73,11 @@ extension CoroutineLoop {
     var nextYield = start &+ Self.spinBetweenYields
     while true {
       for _ in 0..<64 {
-        if remoteWorkMayWait || watchedNeedsAttention { return true }
+        if remoteWorkMayWait || found() { return true }
       }
       let now = monotonicNanoseconds()
       if now >= end { break }
-      // Every coroutine finished (one may have finished on another thread): stop watching.
+      // Every coroutine finished (one may have finished on another thread): stop spinning.
       if liveCoroutines == 0, groupReference == nil { break }
       if now >= nextYield {
         sched_yield()

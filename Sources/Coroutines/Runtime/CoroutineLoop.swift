@@ -84,9 +84,6 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// How long the loop may spin, watching for remote work, before it sleeps (nanoseconds;
   /// see `spinForRemoteWork`). Touched only by the thread inside `run()`.
   @exclusivity(unchecked) var spinBudget: UInt64 = 0
-  /// The coroutine this loop watches, retained (see `Coroutine.parkWatched`): the last it ran,
-  /// parked while the loop had nothing else to run. Loop thread only.
-  @exclusivity(unchecked) var watched: Unmanaged<Coroutine>?
   /// The stacks this loop's shared-stack coroutines take turns on.
   let sharedStacks = SharedStackSet()
   /// The group this loop belongs to, if any: set once, before the loop's thread starts.

@@ -27,7 +27,7 @@ public struct CoroutineSnapshot: Sendable, CustomStringConvertible {
   init(_ coroutine: Coroutine, identity: UInt) {
     let state = coroutine.currentState
     self.name = coroutine.name
-    self.state = state.reported
+    self.state = state.description
     self.isRunning = state == .running || state == .wokenEarly
     self.isCancelled = coroutine.isCancelled
     self.scheduler = describe(coroutine.home)

@@ -8,9 +8,6 @@ import Synchronization
 ///                      │  └──────────── resume ────────────────┤
 ///                      ├──wake (before it got off its stack)──▶ wokenEarly ──park──┘
 ///                      │                                        └──keepRunning──▶ running
-///                      ├──parkWatched──▶ watched ──unwatch──┘   │
-///                      │                    ├──wake─────────────┘ (by a loop's thread)
-///                      │                    └──handOver──▶ handedOver ──resume──▶ running
 ///                      ├──reschedule──▶ scheduled
 ///                      └──finish──▶ finished
 /// ```
@@ -18,12 +15,8 @@ import Synchronization
 /// `wokenEarly` is the handshake that keeps two threads off one stack: a wake-up that arrives
 /// while the coroutine is still on its way out only leaves a mark, and whoever switched the
 /// coroutine out schedules its resumption once it is really off its stack.
-///
-/// `watched` is a suspension that the loop which parked the coroutine, with nothing else to
-/// run, watches: a thread that is not a loop's hands the coroutine over by the state alone
-/// (`handedOver`), and the spinning loop sees it, without a queue between them.
 enum CoroutineState: UInt8, CaseIterable, Sendable, CustomStringConvertible {
-  case created, running, wokenEarly, suspended, scheduled, finished, watched, handedOver
+  case created, running, wokenEarly, suspended, scheduled, finished
 
   /// What can happen to a coroutine.
   enum Event: Sendable, CustomStringConvertible {
@@ -41,12 +34,6 @@ enum CoroutineState: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case resume
     /// Its body returned or threw.
     case finish
-    /// It has switched out to wait, and its loop, with nothing else to run, watches it.
-    case parkWatched
-    /// Its loop stops watching it (to sleep).
-    case unwatch
-    /// A thread that is not a loop's woke it while watched: its loop runs it.
-    case handOver
 
     var description: String {
       switch self {
@@ -57,9 +44,6 @@ enum CoroutineState: UInt8, CaseIterable, Sendable, CustomStringConvertible {
       case .reschedule: "reschedule"
       case .resume: "resume"
       case .finish: "finish"
-      case .parkWatched: "parkWatched"
-      case .unwatch: "unwatch"
-      case .handOver: "handOver"
       }
     }
   }
@@ -77,11 +61,6 @@ enum CoroutineState: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case (.wokenEarly, .keepRunning): .running
     case (.suspended, .wake): .scheduled
     case (.scheduled, .resume): .running
-    case (.running, .parkWatched): .watched
-    case (.watched, .unwatch): .suspended
-    case (.watched, .wake): .scheduled
-    case (.watched, .handOver): .handedOver
-    case (.handedOver, .resume): .running
     default: nil
     }
   }
@@ -94,20 +73,6 @@ enum CoroutineState: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case .suspended: "suspended"
     case .scheduled: "scheduled"
     case .finished: "finished"
-    case .watched: "watched"
-    case .handedOver: "handed over"
-    }
-  }
-}
-
-extension CoroutineState {
-  /// The state as a dump reports it: a watched coroutine is suspended, and one handed over to
-  /// its loop is scheduled, as far as its user can tell.
-  var reported: String {
-    switch self {
-    case .watched: CoroutineState.suspended.description
-    case .handedOver: CoroutineState.scheduled.description
-    default: description
     }
   }
 }
