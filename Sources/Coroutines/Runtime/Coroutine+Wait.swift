@@ -35,7 +35,7 @@ extension Coroutine {
   func fiberToPark() -> OpaquePointer? {
     // A wake-up from another thread that comes while the idle loop spins here costs no switch
     // (see CoroutineLoop+Spin.swift).
-    if state.load(ordering: .relaxed) == .running, let loop = loopRunningHereUnretained {
+    if let loop, loop._withUnsafeGuaranteedRef({ $0.isCurrent && $0.spinBudget > 0 }) {
       loop._withUnsafeGuaranteedRef { $0.spinBeforeParking(self) }
     }
     // Only a waker's `running → wokenEarly` can have changed the state, and nothing changes it

@@ -40,11 +40,12 @@ extension CoroutineLoop {
   }
 
   /// For `coroutine`, which runs on this loop's thread and is about to park: spins on its stack
-  /// until its wait is woken (see `spin(until:)`), when the loop has nothing else to run. Not
+  /// until its wait is woken (see `spin(until:)`), when the loop has nothing else to run and a
+  /// spin budget (the caller looks at that, inline, so that a park without one pays no call). Not
   /// while the loop has jobs, ready coroutines or descriptors to watch: they would wait for the
   /// spin, and the poller is looked at only by a loop that sleeps.
   func spinBeforeParking(_ coroutine: Coroutine) {
-    guard spinBudget > 0, poller.waiterCount == 0, hasNothingQueued else { return }
+    guard poller.waiterCount == 0, hasNothingQueued else { return }
     _ = spin { coroutine.state.load(ordering: .relaxed) == .wokenEarly }
   }
 
