@@ -25,6 +25,13 @@ int cu_sigquit_notify(int write_fd);
 
 /// Hints to the processor, for a loop that knows which coroutines it resumes next: fetch the
 /// memory at `address` (an object); the same for `bytes` bytes from `address` (a whole object).
+/// Tells the processor that the caller spins on a load: another core's store to the line then
+/// lands without the spinning core taking the line back between that core's writes.
+static inline void cu_spin_pause(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
 static inline void cu_prefetch(const void *_Nonnull address) { __builtin_prefetch(address, 1); }
 static inline void cu_prefetch_bytes(const void *_Nonnull address, size_t bytes) {
   const char *line = (const char *)((unsigned long)address & ~63ul);

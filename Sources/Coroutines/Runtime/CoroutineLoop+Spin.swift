@@ -1,3 +1,4 @@
+import CLinux
 import CUContext
 import Foundation
 import Synchronization
@@ -75,6 +76,7 @@ extension CoroutineLoop {
     while true {
       for _ in 0..<64 {
         if remoteWorkMayWait || found() { return true }
+        cu_spin_pause()
       }
       let now = monotonicNanoseconds()
       if now >= end { break }
