@@ -43,7 +43,7 @@ import Testing
     let group = CoroutineLoopGroup(threads: 2)
     defer { group.shutdown() }
     let promise = CoPromise<Int>()
-    let task = co_launch(on: group) { () throws -> UInt64 in
+    let task = co_launch(on: group.loops[0]) { () throws -> UInt64 in
       let loop = CoroutineLoop.current!
       loop.setSpinBudgetForTesting(LoopSpinTests.longBudget)
       let (outcome, switches) = LoopSpinTests.awaitWhileSpinning(promise) { promise.fulfill(7) }
@@ -60,11 +60,10 @@ import Testing
     let group = CoroutineLoopGroup(threads: 2)
     defer { group.shutdown() }
     let answer = CoPromise<Int>()
-    let receiverLoop = CoPromise<CoroutineLoop>()
-    let receiver = co_launch(on: group) { () throws -> UInt64 in
+    // Each on a loop of its own, which keeps it there.
+    let receiver = co_launch(on: group.loops[0]) { () throws -> UInt64 in
       let loop = CoroutineLoop.current!
       loop.setSpinBudgetForTesting(LoopSpinTests.longBudget)
-      receiverLoop.fulfill(loop)
       var value = 0
       let switches = try Self.switches { value = try co_await(answer) }
       loop.setSpinBudgetForTesting(0)
@@ -72,15 +71,9 @@ import Testing
       return switches
     }
     let coroutine = receiver.coroutine
-    let sender = co_launch(on: group) {
-      let parked = try co_await(receiverLoop)
-      // Answers from a loop of the group, once the receiver waits.
-      let other = group.loops.first { $0 !== parked }!
-      try co_await(
-        co_launch(on: other) {
-          while !Self.isWaiting(coroutine) { try co_delay(0.001) }
-          answer.fulfill(8)
-        })
+    let sender = co_launch(on: group.loops[1]) {
+      while !Self.isWaiting(coroutine) { try co_delay(0.001) }
+      answer.fulfill(8)
     }
     try PlainThreads.value(of: sender)
     #expect(try PlainThreads.value(of: receiver) == 0)
