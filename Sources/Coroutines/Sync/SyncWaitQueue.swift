@@ -151,8 +151,8 @@ final class SyncWaitQueue: @unchecked Sendable {  // `waiters` and each user's s
     lock.unlock()
     enqueued()
     if let timeout {
-      waiter.pointee.timer = startTimer(
-        timeout, for: coroutine, generation: waiter.pointee.generation)
+      waiter.pointee.timer = .passRetained(
+        startTimer(timeout, for: coroutine, generation: waiter.pointee.generation))
     }
     if cancellable { coroutine.endWaitIfCancelled(waiter.pointee.generation) }
     return true
@@ -189,7 +189,10 @@ final class SyncWaitQueue: @unchecked Sendable {  // `waiters` and each user's s
     _ waiter: SyncWaiterPointer, _ coroutine: Coroutine,
     afterLeaving: (inout SyncWakeList) -> Void
   ) -> SyncWaitOutcome {
-    waiter.pointee.timer?.timer.cancel()
+    if let timer = waiter.pointee.timer {
+      timer._withUnsafeGuaranteedRef { $0.timer.cancel() }
+      timer.release()
+    }
     if waiter.pointee.granted { return .granted }
     var wakeList = SyncWakeList()
     lock.lock()

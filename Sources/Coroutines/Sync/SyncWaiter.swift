@@ -20,8 +20,9 @@ struct SyncWaiter: QueuedWaiter {
   @usableFromInline var generation: UInt64 = 0
   /// Set by the claim that granted the wait, before the coroutine is woken.
   @usableFromInline var granted = false
-  /// The timer of a wait with a timeout.
-  @usableFromInline var timer: SyncTimeout?
+  /// The timer of a wait with a timeout, retained by hand (`endWait` releases it), so that the
+  /// waiter holds no reference and its end in the parked frame costs nothing.
+  @usableFromInline var timer: Unmanaged<SyncTimeout>?
   @usableFromInline var links = WaiterLinks<Self>()
 
   @inlinable
