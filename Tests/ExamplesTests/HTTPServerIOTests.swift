@@ -316,6 +316,15 @@ import Testing
     try reader.close()
   }
 
+  @Test func aServerRefusesABadConfiguration() {
+    var configuration = HTTPServerConfiguration()
+    configuration.threads = 0
+    #expect(throws: HTTPCommand.UsageError.self) { _ = try HTTPServer(configuration) }
+    configuration.threads = 1
+    configuration.idleTimeout = .nan
+    #expect(throws: HTTPCommand.UsageError.self) { _ = try HTTPServer(configuration) }
+  }
+
   @Test func theProgramRefusesABadOption() {
     #expect(HTTPCommand.main(["--threads", "0"], output: { _ in }, errors: { _ in }) == 64)
     #expect(HTTPCommand.main(["--port"], output: { _ in }, errors: { _ in }) == 64)

@@ -65,9 +65,16 @@ public final class HTTPServer: Sendable {
 
   /// Binds the listeners (one per thread, sharing the port) on 127.0.0.1.
   ///
-  /// - Throws: `POSIXError` (`.EADDRINUSE` for a port taken, ...).
+  /// - Throws: `POSIXError` (`.EADDRINUSE` for a port taken, ...); ``HTTPCommand/UsageError``
+  ///   for fewer than one thread or a timeout that is not a positive number of seconds.
   public init(_ configuration: HTTPServerConfiguration) throws {
-    precondition(configuration.threads >= 1, "HTTPServer: threads must be at least 1")
+    guard configuration.threads >= 1 else {
+      throw HTTPCommand.UsageError("threads must be at least 1, not \(configuration.threads)")
+    }
+    for timeout in [configuration.idleTimeout, configuration.headerTimeout]
+    where !(timeout > 0 && timeout.isFinite) {
+      throw HTTPCommand.UsageError("a timeout must be a positive number of seconds, not \(timeout)")
+    }
     self.configuration = configuration
     let reusePort = configuration.threads > 1
     let first = try CoTCPListener(
