@@ -50,12 +50,16 @@ public enum HTTPCommand {
   }
 
   /// Runs the server until SIGINT or SIGTERM: prints `listening on http://127.0.0.1:PORT` first
-  /// and the summary last. Returns the exit status: 0 after a stop, 64 for bad options, 1 when
-  /// the server could not start.
+  /// and the summary last. Returns the exit status: 0 after a stop (and for `--help`, which
+  /// prints the options), 64 for bad options, 1 when the server could not start.
   public static func main(
     _ arguments: [String], output: @escaping @Sendable (String) -> Void = { printLine($0) },
     errors: @escaping @Sendable (String) -> Void = { printError($0) }
   ) -> Int32 {
+    if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) {
+      output(usage)
+      return 0
+    }
     let configuration: HTTPServerConfiguration
     switch parse(arguments) {
     case .success(let parsed): configuration = parsed
@@ -66,14 +70,19 @@ public enum HTTPCommand {
     raiseDescriptorLimit()
     do {
       let server = try HTTPServer(configuration)
-      // Signals are taken as events on a queue, not in a handler: stop() takes locks.
+      // Signals are taken as events on a queue, not in a handler: stop() takes locks. Each
+      // source is registered before the first line is printed, so that a signal sent as soon
+      // as the line is read is not lost to the ignored disposition meanwhile.
+      let registered = DispatchSemaphore(value: 0)
       let sources = [SIGINT, SIGTERM].map { number in
         signal(number, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
         source.setEventHandler { server.stop() }
+        source.setRegistrationHandler { registered.signal() }
         source.resume()
         return source
       }
+      for _ in sources { registered.wait() }
       defer { for source in sources { source.cancel() } }
       output("listening on http://127.0.0.1:\(server.port)")
       let group =
