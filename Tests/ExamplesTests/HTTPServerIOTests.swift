@@ -1,4 +1,3 @@
-import Coroutines
 import Foundation
 import Testing
 
@@ -283,6 +282,12 @@ import Testing
     let outcome = try HTTPWalkthrough.run(narrator: narrator)
     #expect(outcome.statuses == [200, 200, 404, 200, 400])
     #expect(narrator.messages.contains { $0.contains("func serve(_ connection: CoTCPStream") })
+    // `examples http --walkthrough` runs it alone.
+    let printed = Locked<[String]>([])
+    let status = HTTPCommand.main(
+      ["--walkthrough"], output: { line in printed.withLock { $0.append(line) } })
+    #expect(status == 0)
+    #expect(printed.value.contains { $0.contains("GET / → 200") })
   }
 
   @Test(.timeLimit(.minutes(1)), arguments: [SIGTERM, SIGINT])

@@ -7,7 +7,7 @@ public enum HTTPCommand {
   /// The options' help, printed for a mistake in them.
   public static let usage =
     "usage: swift run -c release examples http [--port N] [--threads N] [--idle-timeout S] "
-    + "[--header-timeout S]"
+    + "[--header-timeout S]\n       swift run examples http --walkthrough  (the narrated tour)"
 
   /// The configuration `arguments` (those after `http`) ask for, or what is wrong with them.
   public static func parse(_ arguments: [String]) -> Result<HTTPServerConfiguration, UsageError> {
@@ -50,7 +50,7 @@ public enum HTTPCommand {
   }
 
   /// Runs the server until SIGINT or SIGTERM: prints `listening on http://127.0.0.1:PORT` first
-  /// and the summary last. Returns the exit status: 0 after a stop (and for `--help`, which
+  /// and the summary last. `--walkthrough` runs the narrated walkthrough instead. Returns the exit status: 0 after a stop (and for `--help`, which
   /// prints the options), 64 for bad options, 1 when the server could not start.
   public static func main(
     _ arguments: [String], output: @escaping @Sendable (String) -> Void = { printLine($0) },
@@ -59,6 +59,15 @@ public enum HTTPCommand {
     if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) {
       output(usage)
       return 0
+    }
+    if arguments == ["--walkthrough"] {
+      do {
+        try HTTPWalkthrough.run(narrator: Narrator(sink: output))
+        return 0
+      } catch {
+        errors("examples http: \(error)")
+        return 1
+      }
     }
     let configuration: HTTPServerConfiguration
     switch parse(arguments) {

@@ -61,8 +61,8 @@ public enum ExamplesCommand {
         "usage: swift run examples [walkthrough...] [--live]  (none: all of them)",
         "  --live  runs over real loopback sockets where there is a live variant ("
           + live.joined(separator: ", ") + "), the stubbed walkthrough elsewhere",
-        "  " + HTTPCommand.usage.replacingOccurrences(of: "usage: ", with: "")
-          + "  (serves until SIGINT or SIGTERM)",
+        "  swift run -c release examples http [--port N] ...  serves until SIGINT or SIGTERM "
+          + "(examples http --help: its options; --walkthrough: its narration alone)",
         "walkthroughs:",
       ]
       + lines).joined(separator: "\n")
