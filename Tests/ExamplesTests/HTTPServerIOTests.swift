@@ -304,7 +304,7 @@ import Testing
     #expect(status == 200)
     let stopped = try #require(program.stop(with: signal), "the program went on after the signal")
     #expect(stopped.status == 0)
-    #expect(stopped.output == "served 1 requests on 1 connections, 0 errors\n")
+    #expect(stopped.output == "served 1 request on 1 connection, 0 errors\n")
   }
 
   @Test(.timeLimit(.minutes(1)))

@@ -37,7 +37,11 @@ public struct HTTPServerSummary: Sendable, Equatable {
 
   /// The one line the server prints as it exits.
   public var line: String {
-    "served \(requests) requests on \(connections) connections, \(errors) errors"
+    func counted(_ count: Int, _ noun: String) -> String {
+      "\(count) \(noun)\(count == 1 ? "" : "s")"
+    }
+    return "served \(counted(requests, "request")) on \(counted(connections, "connection")), "
+      + counted(errors, "error")
   }
 }
 
