@@ -210,8 +210,10 @@ public final class HTTPServer: Sendable {
             let idleUntil = answered == 0 ? nil : deadline(after: configuration.idleTimeout)
             guard slot.becomeIdle(until: idleUntil, stopping) else { return (answered, 0) }
           } else {
-            input.copyMemory(from: UnsafeRawBufferPointer(rebasing: input[start..<end]))
-            (start, end) = (0, end - start)
+            if start > 0 {  // the part to the front, for the rest to follow it
+              input.copyMemory(from: UnsafeRawBufferPointer(rebasing: input[start..<end]))
+              (start, end) = (0, end - start)
+            }
             // Part of a head: the header timeout runs from its first byte.
             if !slot.hasDeadline {
               slot.expect(until: deadline(after: configuration.headerTimeout))
