@@ -15,6 +15,9 @@ build:
 # still prints each programming error's message (it skips, saying why, when that build is
 # missing).
 IO_SUITES := IOTests
+# The examples' I/O suites run in a third process: Swift Testing runs the suites of different
+# test targets side by side, and the library's I/O suites count every descriptor of the process.
+EXAMPLES_IO := ExamplesTests.+IOTests
 # Swift Testing only (there are no XCTest tests). Scripts/run-tests.py keeps the output short:
 # a progress line every 15 seconds, failures in full, one summary per run.
 # `make test SHOW=--all` prints every test.
@@ -29,7 +32,10 @@ test:
 	  COROUTINES_BACKEND=$$backend $(RUN_TESTS) $$backend $(SHOW) \
 	    $(SWIFT) test --skip-build $(TEST_FLAGS) --skip $(IO_SUITES) || exit 1; \
 	  COROUTINES_BACKEND=$$backend $(RUN_TESTS) "$$backend, I/O" $(SHOW) \
-	    $(SWIFT) test --skip-build $(TEST_FLAGS) --filter $(IO_SUITES) || exit 1; \
+	    $(SWIFT) test --skip-build $(TEST_FLAGS) --filter $(IO_SUITES) --skip ExamplesTests \
+	    || exit 1; \
+	  COROUTINES_BACKEND=$$backend $(RUN_TESTS) "$$backend, examples' I/O" $(SHOW) \
+	    $(SWIFT) test --skip-build $(TEST_FLAGS) --filter '$(EXAMPLES_IO)' || exit 1; \
 	done
 
 examples:
@@ -91,7 +97,8 @@ sanitize: sanitize-address sanitize-thread
 sanitize-address:
 	@for backend in $(SANITIZE_BACKENDS); do \
 	  echo "== AddressSanitizer, $$backend backend"; \
-	  for suites in "--skip $(IO_SUITES)" "--filter $(IO_SUITES)"; do \
+	  for suites in "--skip $(IO_SUITES)" "--filter $(IO_SUITES) --skip ExamplesTests" \
+	    "--filter $(EXAMPLES_IO)"; do \
 	    COROUTINES_BACKEND=$$backend $(SANITIZE_DEEP) ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
 	      LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt \
 	      $(SWIFT) test --scratch-path .build/sanitize-address --sanitize=address --disable-xctest \

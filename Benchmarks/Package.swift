@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // The benchmark executable: `make bench` (release builds only). Not part of `make test` or CI.
 // The echo section runs three more executables of this package as separate processes: the load
-// generator (C) and the two Swift echo servers, ours and SwiftNIO's.
+// generator (C) and the two Swift echo servers, ours and SwiftNIO's. The HTTP section runs
+// SwiftNIO's HTTP server (http-nio), Go's and the root package's `examples http` under wrk.
 import PackageDescription
 
 let package = Package(
@@ -18,7 +19,7 @@ let package = Package(
     .executableTarget(
       name: "bench",
       dependencies: [
-        "CBaselines", "echoload", "echo-coroutines", "echo-nio",
+        "CBaselines", "echoload", "echo-coroutines", "echo-nio", "http-nio",
         .product(name: "Coroutines", package: "swift-coroutines"),
       ],
       path: "Sources/bench"
@@ -40,6 +41,16 @@ let package = Package(
         .product(name: "NIOPosix", package: "swift-nio"),
       ],
       path: "Sources/echo-nio"
+    ),
+    // The HTTP section's SwiftNIO baseline; ours is the root package's `examples http`.
+    .executableTarget(
+      name: "http-nio",
+      dependencies: [
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+      ],
+      path: "Sources/http-nio"
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -1,7 +1,7 @@
 import Foundation
 
-/// One echo server under test: how to start it. Each prints `port=N` once it listens and runs
-/// until it is sent SIGTERM.
+/// One server under test: how to start it. Each prints `port=N` (or, the HTTP walkthrough,
+/// `listening on http://127.0.0.1:N`) once it listens and runs until it is sent SIGTERM.
 struct EchoServer {
   var name: String
   var executable: URL
@@ -26,7 +26,14 @@ struct EchoServer {
     process.standardOutput = output
     try process.run()
     let line = readLine(from: output.fileHandleForReading)
-    guard let port = line.flatMap(\.keyValues["port"]).flatMap({ UInt16(exactly: $0) }) else {
+    let announced = line.flatMap {
+      $0.keyValues["port"]
+        ?? ($0.hasPrefix("listening on http://")
+          ? $0.split(separator: ":").last.flatMap {
+            Double($0)
+          } : nil)
+    }
+    guard let port = announced.flatMap({ UInt16(exactly: $0) }) else {
       process.terminate()
       process.waitUntilExit()
       throw EchoBenchError.serverDidNotStart(name, line ?? "end of output")

@@ -5,6 +5,13 @@ import Foundation
 // `make bench`: every figure of ours beside a baseline measured in this same run, with the
 // target ratio each is judged by. Backend-dependent figures run in child processes.
 
+// `bench http` or `bench --figure http`: the HTTP section alone (before the child figures,
+// which take `--figure NAME` too).
+if ["http", "--figure http"].contains(CommandLine.arguments.dropFirst().joined(separator: " ")) {
+  try HTTPBench.runSection()
+  exit(0)
+}
+
 if try DeepChainFigures.runIfRequested() { exit(0) }
 if try Child.runIfRequested() { exit(0) }
 if try SyncFigures.reportAloneIfRequested() { exit(0) }
@@ -255,6 +262,7 @@ print(
     taskYield, continuation, taskGroupChild, asyncStream))
 try LoadFigures.printSection()
 try Echo.runSection()
+try HTTPBench.runSection()
 try GroupFigures.runSection()
 print("")
 print(String(format: "Total time %.1f s.", Double(baseline_now_ns() - started) / 1e9))

@@ -9,6 +9,7 @@ import Foundation
 /// swift run examples feed --live  its variant over real loopback sockets
 /// swift run examples --help     the list
 /// swift run examples --version  the release, build configuration and backend
+/// swift run examples http --port 8080   a walkthrough that is also a program, run as one
 /// ```
 public enum ExamplesCommand {
   /// What the arguments ask for.
@@ -21,11 +22,19 @@ public enum ExamplesCommand {
     case run([String], live: Bool = false)
     /// Print why and the list, and exit non-zero.
     case unknown(String)
+    /// Run the program of this walkthrough with these arguments.
+    case program(String, [String])
   }
 
-  /// Reads the arguments after the program's name.
-  public static func parse(_ arguments: [String], known: [String]) -> Action {
+  /// Reads the arguments after the program's name; `programs` are the walkthroughs that are
+  /// also programs: named first, they take every argument after their name.
+  public static func parse(_ arguments: [String], known: [String], programs: [String] = [])
+    -> Action
+  {
     if arguments.isEmpty { return .run(known) }
+    if let name = programs.first(where: { $0.lowercased() == arguments[0].lowercased() }) {
+      return .program(name, Array(arguments.dropFirst()))
+    }
     if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) { return .help }
     if arguments.contains("--version") { return .version }
     let live = arguments.contains("--live")
@@ -52,6 +61,8 @@ public enum ExamplesCommand {
         "usage: swift run examples [walkthrough...] [--live]  (none: all of them)",
         "  --live  runs over real loopback sockets where there is a live variant ("
           + live.joined(separator: ", ") + "), the stubbed walkthrough elsewhere",
+        "  swift run -c release examples http [--port N] ...  serves until SIGINT or SIGTERM "
+          + "(examples http --help: its options; --walkthrough: its narration alone)",
         "walkthroughs:",
       ]
       + lines).joined(separator: "\n")
@@ -65,7 +76,10 @@ public enum ExamplesCommand {
     output: @escaping @Sendable (String) -> Void = { printLine($0) },
     errors: @escaping @Sendable (String) -> Void = { printError($0) }
   ) -> Int32 {
-    switch parse(arguments, known: walkthroughs.map(\.name)) {
+    let programs = walkthroughs.filter { $0.program != nil }.map(\.name)
+    switch parse(arguments, known: walkthroughs.map(\.name), programs: programs) {
+    case .program(let name, let arguments):
+      return walkthroughs.first { $0.name == name }!.program!(arguments)
     case .version:
       output(versionLine)
       return 0

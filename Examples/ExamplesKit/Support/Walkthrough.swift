@@ -12,18 +12,24 @@ public struct Walkthrough: Sendable {
   /// What the walkthrough stubs ("the network", …), said before it runs; nil when it stubs
   /// nothing.
   public let stubs: String?
+  /// The program `swift run examples NAME ARGUMENTS...` runs instead of the narration, if the
+  /// walkthrough is also a program (a server): it takes the arguments after the name and
+  /// returns the exit status. Among all the walkthroughs, the narration runs.
+  public let program: (@Sendable ([String]) -> Int32)?
 
   /// A walkthrough called `name` that stubs `stubs`, with a `--live` variant if `live` is
-  /// given.
+  /// given, and a program of its own if `program` is.
   public init(
     name: String, summary: String, stubs: String? = nil,
     live: (@Sendable (Narrator) throws -> Void)? = nil,
+    program: (@Sendable ([String]) -> Int32)? = nil,
     run: @escaping @Sendable (Narrator) throws -> Void
   ) {
     self.name = name
     self.summary = summary
     self.stubs = stubs
     self.live = live
+    self.program = program
     self.run = run
   }
 
@@ -37,6 +43,7 @@ public struct Walkthrough: Sendable {
     TupleWalkthrough.walkthrough,
     ConcurrencyWalkthrough.walkthrough,
     EchoWalkthrough.walkthrough,
+    HTTPWalkthrough.walkthrough,
   ]
 }
 
