@@ -120,6 +120,13 @@ for size in SeedTable.sizes {
   }
 }
 
+progress("Go, GOMAXPROCS=1: the seed's job and a launch burst")
+let goSeed = SeedTable.go(processes: processesPerFigure)
+let goBurst = GoProgram.run(
+  "seed", arguments: ["burst", "\(Counts.spawn)"], maxProcs: 1, runs: processesPerFigure)
+progress("launch burst on \(CoroutineBackend.current)")
+let burst = try bestOfProcesses("burst", on: .current)
+
 var rows: [Row] = []
 for backend in backends {
   // Each round trip is judged against the bare switch measured in its own child process, right
@@ -159,6 +166,19 @@ for backend in backends {
       figure: "spawn+complete, 1 000 000 coroutines (\(backend))", ours: spawn[backend]?[0],
       baseline: "TaskGroup child", baselineValue: taskGroupChild,
       target: backend == CoroutineBackend.current ? 0.25 : nil))
+}
+switch goBurst {
+case .success(let numbers):
+  rows.append(
+    Row(
+      figure: "launch burst, 1 000 000 coroutines each counting once (\(CoroutineBackend.current))",
+      ours: burst[0], baseline: "Go, GOMAXPROCS=1", baselineValue: numbers[1], target: 0.3))
+case .failure(let reason):
+  var row = Row(
+    figure: "launch burst, 1 000 000 coroutines each counting once (\(CoroutineBackend.current))",
+    ours: burst[0], baseline: "Go, GOMAXPROCS=1", baselineValue: nil)
+  row.note = "Go skipped: \(reason)"
+  rows.append(row)
 }
 for backend in backends {
   rows.append(
@@ -236,12 +256,21 @@ if spanning.allSatisfy({ $0 > 0 }) {
 print("")
 print("Coroutines versus threads (the seed's table; \(CoroutineBackend.current) backend):")
 print("")
-SeedTable.printTable(coroutines: seedCoroutines, shared: seedShared, threads: seedThreads)
+let goSeedTimes: [Int: Double]
+switch goSeed {
+case .success(let times): goSeedTimes = times
+case .failure(let reason):
+  goSeedTimes = [:]
+  print("Go skipped: \(reason).")
+  print("")
+}
+SeedTable.printTable(
+  coroutines: seedCoroutines, shared: seedShared, threads: seedThreads, go: goSeedTimes)
 let plot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
   .appendingPathComponent("../../../Docs/Coroutines.docc/Resources/coroutines-vs-threads.svg")
   .standardized
 try SeedTable.writePlot(
-  coroutines: seedCoroutines, shared: seedShared, threads: seedThreads, to: plot)
+  coroutines: seedCoroutines, shared: seedShared, threads: seedThreads, go: goSeedTimes, to: plot)
 print("")
 print("Plot written to \(plot.path).")
 print("")
