@@ -163,6 +163,44 @@ import Testing
     #expect(log.values == [101, 105, 3, 0, 2, 4])
   }
 
+  /// Sleeps armed while another timer is pending get their deadlines once per turn, from a
+  /// reading taken after they were armed: none ends before its delay, and all of them ring
+  /// while another coroutine keeps every turn busy.
+  @Test func sleepsDatedOncePerTurnNeverEndEarlyAndRingOnABusyLoop() throws {
+    final class Shortest: Sendable {  // shared by the sleepers
+      // Int, not UInt64: this toolchain's `Atomic<UInt64>.min` compares as signed.
+      let nanoseconds = Atomic<Int>(.max)
+      let rang = Atomic<Int>(0)
+    }
+    let shortest = Shortest()
+    try CoroutineLoop.run {
+      let pending = co_launch { try co_delay(600) }  // a timer pending throughout
+      try co_delay(0)
+      let sleepers = (0..<200).map { _ in
+        co_launch {
+          let start = DispatchTime.now().uptimeNanoseconds
+          try co_delay(0.002)
+          let slept = Int(DispatchTime.now().uptimeNanoseconds - start)
+          shortest.nanoseconds.min(slept, ordering: .relaxed)
+          shortest.rang.add(1, ordering: .relaxed)
+        }
+      }
+      let busy = co_launch {
+        while true { try co_delay(0) }  // a job in every turn until cancelled
+      }
+      for sleeper in sleepers { try co_await(sleeper) }
+      busy.cancel()
+      pending.cancel()
+      _ = try? busy.await()
+      _ = try? pending.await()
+    }
+    let sleptAtLeast = shortest.nanoseconds.load(ordering: .relaxed)
+    let rang = shortest.rang.load(ordering: .relaxed)
+    #expect(rang == 200)
+    #expect(sleptAtLeast >= 2_000_000)
+    #expect(sleptAtLeast < 600_000_000_000)
+  }
+
   @Test func sleepersAreCountedOnTheLoopThreadAndTimersFromOtherThreadsKeepTheLoopAlive() throws {
     let log = Log()
     let counts = try CoroutineLoop.run { () -> [Int] in

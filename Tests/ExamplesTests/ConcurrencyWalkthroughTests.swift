@@ -1,8 +1,8 @@
-import Coroutines
 import Dispatch
 import Synchronization
 import Testing
 
+@testable import Coroutines
 @testable import ExamplesKit
 
 @Suite struct ConcurrencyWalkthroughTests {
@@ -65,6 +65,25 @@ import Testing
     }
     #expect(answers.allSatisfy { $0.onLoop })
     #expect(answers.allSatisfy { $0.waited >= 2_000_000 })
+    #expect(device.requestCount == 3)
+  }
+
+  /// The walkthrough's wait: the coroutine sleeps in its loop's timer heap, which wakes it
+  /// itself, rather than through a timer object whose job then wakes it.
+  @Test func aCoroutineWaitsForTheDeviceInItsLoopsTimerHeap() throws {
+    let device = SimulatedDevice(latency: 0.002)
+    let (sleeps, timers, waited) = try CoroutineLoop.run { () -> (Int, Int, UInt64) in
+      let loop = CoroutineLoop.current!
+      let start = DispatchTime.now().uptimeNanoseconds
+      let waiters = (0..<3).map { _ in co_launch { try device.awaitRequest() } }
+      try co_delay(0)  // every waiter has started and is waiting for the device
+      let counts = (loop.pendingSleepsForTesting, loop.pendingTimersForTesting)
+      for waiter in waiters { try co_await(waiter) }
+      return (counts.0, counts.1, DispatchTime.now().uptimeNanoseconds - start)
+    }
+    #expect(sleeps == 3)
+    #expect(timers == 0)
+    #expect(waited >= 2_000_000)
     #expect(device.requestCount == 3)
   }
 

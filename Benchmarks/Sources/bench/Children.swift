@@ -23,6 +23,7 @@ enum Child {
         try CoroutineFigures.loopRoundTrip(Counts.loop(CoroutineBackend.current)), bareHere(),
       ]
     case "spawn": numbers = [try CoroutineFigures.spawnAndComplete(Counts.spawn)]
+    case "burst": numbers = [try CoroutineFigures.launchBurst(Counts.spawn)]
     case "promise":
       numbers = [try CoroutineFigures.promiseAcrossThreads(Counts.crossThread, mailbox: Mailbox())]
     case "delay0":

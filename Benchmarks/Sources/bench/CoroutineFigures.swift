@@ -1,6 +1,7 @@
 import CUContext
 import Coroutines
 import Foundation
+import Synchronization
 
 /// The library's figures. Each runs in a child process started with the backend to measure,
 /// because the backend is chosen once per process, when it loads.
@@ -127,6 +128,25 @@ enum CoroutineFigures {
         for _ in 0..<count { co_launch {} }
       }
     }
+  }
+
+  /// A launch burst: `count` coroutines on one loop, each counting once, timed from the first
+  /// launch to the last coroutine's end; nanoseconds per coroutine, one run (a fresh process
+  /// each time, as Go's baseline in Benchmarks/Go/seed.go).
+  static func launchBurst(_ count: Int) throws -> Double {
+    let counter = Counter()
+    let nanoseconds = try bestNanoseconds(operations: count, repetitions: 1) {
+      try CoroutineLoop.run {
+        for _ in 0..<count { co_launch { counter.count.add(1, ordering: .relaxed) } }
+      }
+    }
+    precondition(counter.count.load(ordering: .relaxed) == count)
+    return nanoseconds
+  }
+
+  /// What the coroutines of a launch burst count on.
+  final class Counter: Sendable {
+    let count = Atomic<Int>(0)
   }
 
   /// A coroutine awaiting a promise that another thread fulfills, one after another.

@@ -291,7 +291,12 @@ final class SpinningSettler: @unchecked Sendable {  // `job` is handed over thro
 
 /// The Go baselines of `Benchmarks/Go`, built into a temporary directory and run, or why not.
 enum GoProgram {
-  static func run(_ name: String, arguments: [String], maxProcs: Int) -> Result<[Double], GoError> {
+  /// The two numbers `name` prints, built once and run `runs` times, each in a process of its
+  /// own: the run with the smallest second number (a time), as our figures keep the fastest of
+  /// their processes.
+  static func run(_ name: String, arguments: [String], maxProcs: Int, runs: Int = 1) -> Result<
+    [Double], GoError
+  > {
     guard let go = GoEchoServer.goCommand else { return .failure(.missing) }
     let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
       .appendingPathComponent("../../Go/\(name).go").standardized
@@ -304,20 +309,24 @@ enum GoProgram {
     guard (try? build.run()) != nil else { return .failure(.buildFailed(name)) }
     build.waitUntilExit()
     guard build.terminationStatus == 0 else { return .failure(.buildFailed(name)) }
-    let process = Process()
-    process.executableURL = binary
-    process.arguments = arguments
-    process.environment = ["GOMAXPROCS": "\(maxProcs)"]
-    let output = Pipe()
-    process.standardOutput = output
-    guard (try? process.run()) != nil else { return .failure(.runFailed(name)) }
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    let numbers = text.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
-    guard process.terminationStatus == 0, numbers.count == 2 else {
-      return .failure(.runFailed(name))
+    var best: [Double]?
+    for _ in 0..<max(runs, 1) {
+      let process = Process()
+      process.executableURL = binary
+      process.arguments = arguments
+      process.environment = ["GOMAXPROCS": "\(maxProcs)"]
+      let output = Pipe()
+      process.standardOutput = output
+      guard (try? process.run()) != nil else { return .failure(.runFailed(name)) }
+      let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      let numbers = text.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+      guard process.terminationStatus == 0, numbers.count == 2 else {
+        return .failure(.runFailed(name))
+      }
+      if best == nil || numbers[1] < best![1] { best = numbers }
     }
-    return .success(numbers)
+    return .success(best!)
   }
 
   enum GoError: Error, CustomStringConvertible {

@@ -2,11 +2,15 @@ import Coroutines
 import Foundation
 
 /// The seed's table: N tasks that each wait for simulated blocking I/O ten times (1 ms each),
-/// as coroutines on one loop (on dedicated stacks, the default, and on the loop's shared stacks)
-/// and as one thread per task. Each cell runs in its own child process, so that its peak
-/// resident memory is its own.
+/// as coroutines on one loop (on dedicated stacks, the default, and on the loop's shared stacks),
+/// as goroutines with `GOMAXPROCS=1` (Benchmarks/Go/seed.go, when `go` is on the PATH) and as one
+/// thread per task. Each cell runs in its own child process, so that its peak resident memory is
+/// its own; Go's too, once per process, from a fresh start, as ours.
 enum SeedTable {
-  static let sizes = [10, 100, 1_000, 10_000]
+  static let sizes = [10, 100, 1_000, 10_000, 100_000]
+  /// The sizes judged against Go: coroutines take at most `goTarget` of its time there.
+  static let judgedAgainstGo = [10_000, 100_000]
+  static let goTarget = 0.5
   static let waits = 10
   static let wait = 0.001
   /// More threads than this are not started: the machine is shared, and each thread reserves
@@ -70,31 +74,64 @@ enum SeedTable {
     return 0
   }
 
+  /// Go's time for the job at each size (`GOMAXPROCS=1`, the fastest of `processes` runs, each
+  /// in a process of its own), or why it did not run.
+  static func go(processes: Int) -> Result<[Int: Double], GoProgram.GoError> {
+    var times: [Int: Double] = [:]
+    for size in sizes {
+      switch GoProgram.run(
+        "seed", arguments: ["seed", "\(size)"], maxProcs: 1, runs: processes)
+      {
+      case .success(let numbers): times[size] = numbers[1]
+      case .failure(let reason): return .failure(reason)
+      }
+    }
+    return .success(times)
+  }
+
   /// The table as Markdown, one row per N. The target (within 3× of the ideal at 10 000 tasks)
-  /// is judged for each stack mode.
-  static func printTable(coroutines: [Int: Cell], shared: [Int: Cell], threads: [Int: Cell]) {
+  /// is judged for each stack mode, and so is Go's (at most `goTarget` of its time) at the
+  /// sizes of `judgedAgainstGo`.
+  static func printTable(
+    coroutines: [Int: Cell], shared: [Int: Cell], threads: [Int: Cell], go: [Int: Double]
+  ) {
     let ideal = Double(waits) * wait * 1000
     print(
       "| Tasks (× \(waits) waits of \(Int(wait * 1000)) ms) | Coroutines: wall time | threads | "
-        + "peak memory | vs \(Int(ideal)) ms ideal | Shared stacks: wall time | peak memory | "
-        + "vs ideal | Threads: wall time | threads | peak memory |"
+        + "peak memory | per task | vs \(Int(ideal)) ms ideal | vs Go | "
+        + "Shared stacks: wall time | peak memory | per task | vs ideal | vs Go | "
+        + "Go, GOMAXPROCS=1: wall time | Threads: wall time | threads | peak memory |"
     )
-    print("|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|")
     func verdict(_ cell: Cell?, _ size: Int) -> String {
       guard let ratio = cell.map({ $0.wallNanoseconds / 1e6 / ideal }) else { return "—" }
       guard size == 10_000 else { return String(format: "%.2f×", ratio) }
       return String(format: "%.2f×", ratio) + (ratio <= 3 ? " (≤ 3×: MET)" : " (≤ 3×: MISSED)")
     }
+    func versusGo(_ cell: Cell?, _ size: Int) -> String {
+      guard let cell, let goTime = go[size], goTime > 0 else { return "—" }
+      let ratio = cell.wallNanoseconds / goTime
+      guard judgedAgainstGo.contains(size) else { return String(format: "%.2f×", ratio) }
+      return String(
+        format: "%.2f× (≤ %.1f×: %@)", ratio, goTarget, ratio <= goTarget ? "MET" : "MISSED")
+    }
     for size in sizes {
       let co = coroutines[size]
       let sh = shared[size]
       let th = threads[size]
+      let goCell = go[size].map { String(format: "%.1f ms", $0 / 1e6) } ?? "—"
       print(
         "| \(size) | \(ms(co)) | \(co.map { "\($0.threads)" } ?? "—") | \(mib(co)) | "
-          + "\(verdict(co, size)) | \(ms(sh)) | \(mib(sh)) | \(verdict(sh, size)) | "
-          + "\(th == nil ? "did not run" : ms(th)) | \(th.map { "\($0.threads)" } ?? "—") | "
-          + "\(th == nil ? "—" : mib(th)) |")
+          + "\(perTask(co, size)) | \(verdict(co, size)) | \(versusGo(co, size)) | \(ms(sh)) | "
+          + "\(mib(sh)) | \(perTask(sh, size)) | \(verdict(sh, size)) | \(versusGo(sh, size)) | "
+          + "\(goCell) | \(th == nil ? "did not run" : ms(th)) | "
+          + "\(th.map { "\($0.threads)" } ?? "—") | \(th == nil ? "—" : mib(th)) |")
     }
+  }
+
+  /// Peak memory added per task, in KiB.
+  private static func perTask(_ cell: Cell?, _ size: Int) -> String {
+    cell.map { String(format: "%.2f KiB", max($0.peakBytes, 0) / 1024 / Double(size)) } ?? "—"
   }
 
   private static func ms(_ cell: Cell?) -> String {
@@ -106,8 +143,10 @@ enum SeedTable {
 
   /// Writes the plot (wall time and peak memory against N, log scales) as an SVG.
   static func writePlot(
-    coroutines: [Int: Cell], shared: [Int: Cell], threads: [Int: Cell], to url: URL
+    coroutines: [Int: Cell], shared: [Int: Cell], threads: [Int: Cell], go: [Int: Double],
+    to url: URL
   ) throws {
+    let goCells = go.mapValues { Cell(wallNanoseconds: $0, threads: 1, peakBytes: 0) }
     let panelWidth = 360.0
     let panelHeight = 240.0
     let margin = 56.0
@@ -117,18 +156,20 @@ enum SeedTable {
       <rect width="100%" height="100%" fill="white"/>
 
       """
+    let decades = log10(Double(sizes.last!)) - log10(Double(sizes.first!))
     func panel(
-      _ index: Int, title: String, unit: String, value: (Cell) -> Double
+      _ index: Int, title: String, unit: String, showsGo: Bool, value: (Cell) -> Double
     ) {
       let left = margin + Double(index) * (panelWidth + margin)
       let top = margin
       let all =
-        (coroutines.values.map(value) + shared.values.map(value) + threads.values.map(value))
+        (coroutines.values.map(value) + shared.values.map(value) + threads.values.map(value)
+        + (showsGo ? goCells.values.map(value) : []))
         .filter { $0 > 0 }
       let low = pow(10, floor(log10(all.min() ?? 1)))
       let high = pow(10, ceil(log10(all.max() ?? 10)))
       let x = { (n: Int) in
-        left + (log10(Double(n)) - 1) / 3 * panelWidth
+        left + (log10(Double(n)) - log10(Double(sizes.first!))) / decades * panelWidth
       }
       let y = { (v: Double) in
         top + panelHeight - (log10(max(v, low)) - log10(low)) / (log10(high) - log10(low))
@@ -161,10 +202,12 @@ enum SeedTable {
       svg +=
         "<text x=\"\(left - 44)\" y=\"\(top + panelHeight / 2)\" text-anchor=\"middle\" "
         + "transform=\"rotate(-90 \(left - 44) \(top + panelHeight / 2))\">\(unit) (log)</text>\n"
-      for (cells, colour, label, row) in [
+      var lines = [
         (coroutines, "#1f77b4", "coroutines (1 thread)", 0),
         (shared, "#2ca02c", "coroutines, shared stacks", 1), (threads, "#d62728", "threads", 2),
-      ] {
+      ]
+      if showsGo, !goCells.isEmpty { lines.append((goCells, "#7f7f7f", "Go, GOMAXPROCS=1", 3)) }
+      for (cells, colour, label, row) in lines {
         let points = sizes.compactMap { size in cells[size].map { (size, value($0)) } }
         let path = points.map { "\(x($0.0)),\(y($0.1))" }.joined(separator: " ")
         svg +=
@@ -179,10 +222,10 @@ enum SeedTable {
         svg += "<text x=\"\(left + 32)\" y=\"\(legendY)\">\(label)</text>\n"
       }
     }
-    panel(0, title: "Wall time, \(waits) waits of 1 ms per task", unit: "ms") {
+    panel(0, title: "Wall time, \(waits) waits of 1 ms per task", unit: "ms", showsGo: true) {
       $0.wallNanoseconds / 1e6
     }
-    panel(1, title: "Peak resident memory added", unit: "MiB") {
+    panel(1, title: "Peak resident memory added", unit: "MiB", showsGo: false) {
       max($0.peakBytes, 1) / 1_048_576
     }
     svg +=

@@ -60,6 +60,13 @@ func bestOfProcesses(_ figure: String, on backend: CoroutineBackend) throws -> [
   return best
 }
 
+// `bench seed`: the coroutines-versus-threads table alone (and its plot).
+if CommandLine.arguments.dropFirst().first == "seed" {
+  try SeedTable.printSection(
+    SeedTable.measure(processes: processesPerFigure) { try bestOfProcesses($0, on: .current) })
+  exit(0)
+}
+
 progress("C baselines")
 let bareSwapcontext = baseline_swapcontext_round_trip_ns(Counts.bareSwapcontext, 5)
 let registerSwitch = baseline_register_switch_round_trip_ns(Counts.bareRegisterSwitch, 5)
@@ -107,25 +114,15 @@ for count in [10_000, 100_000, 1_000_000] {
   sharedMemory.append((count, try Child.measure("sharedmemory-\(count)", on: .current)))
 }
 
-var seedCoroutines: [Int: SeedTable.Cell] = [:]
-var seedShared: [Int: SeedTable.Cell] = [:]
-var seedThreads: [Int: SeedTable.Cell] = [:]
-// Each cell, coroutines and threads alike, keeps the fastest of `processesPerFigure` processes,
-// as the timed figures do: this host's speed swings by half from one minute to the next, and a
-// single process per cell reported the swing (40 or 60 ms for the same binary on shared stacks).
-for size in SeedTable.sizes {
-  progress("coroutines versus threads, \(size) tasks")
-  let co = try bestOfProcesses("seed-coroutines-\(size)", on: .current)
-  seedCoroutines[size] = SeedTable.Cell(
-    wallNanoseconds: co[0], threads: Int(co[1]), peakBytes: co[2])
-  let sh = try bestOfProcesses("seed-shared-\(size)", on: .current)
-  seedShared[size] = SeedTable.Cell(wallNanoseconds: sh[0], threads: Int(sh[1]), peakBytes: sh[2])
-  if size <= SeedTable.threadCap {
-    let th = try bestOfProcesses("seed-threads-\(size)", on: .current)
-    seedThreads[size] = SeedTable.Cell(
-      wallNanoseconds: th[0], threads: Int(th[1]), peakBytes: th[2])
-  }
+let seed = try SeedTable.measure(processes: processesPerFigure) {
+  try bestOfProcesses($0, on: .current)
 }
+
+progress("launch burst: Go, GOMAXPROCS=1")
+let goBurst = GoProgram.run(
+  "seed", arguments: ["burst", "\(Counts.spawn)"], maxProcs: 1, runs: processesPerFigure)
+progress("launch burst on \(CoroutineBackend.current)")
+let burst = try bestOfProcesses("burst", on: .current)
 
 var rows: [Row] = []
 for backend in backends {
@@ -166,6 +163,19 @@ for backend in backends {
       figure: "spawn+complete, 1 000 000 coroutines (\(backend))", ours: spawn[backend]?[0],
       baseline: "TaskGroup child", baselineValue: taskGroupChild,
       target: backend == CoroutineBackend.current ? 0.25 : nil))
+}
+switch goBurst {
+case .success(let numbers):
+  rows.append(
+    Row(
+      figure: "launch burst, 1 000 000 coroutines each counting once (\(CoroutineBackend.current))",
+      ours: burst[0], baseline: "Go, GOMAXPROCS=1", baselineValue: numbers[1], target: 0.3))
+case .failure(let reason):
+  var row = Row(
+    figure: "launch burst, 1 000 000 coroutines each counting once (\(CoroutineBackend.current))",
+    ours: burst[0], baseline: "Go, GOMAXPROCS=1", baselineValue: nil)
+  row.note = "Go skipped: \(reason)"
+  rows.append(row)
 }
 for backend in backends {
   rows.append(
@@ -240,17 +250,7 @@ if spanning.allSatisfy({ $0 > 0 }) {
     "| ns per round trip | " + spanning.map { String(format: "%.1f", $0) }.joined(separator: " | ")
       + " |")
 }
-print("")
-print("Coroutines versus threads (the seed's table; \(CoroutineBackend.current) backend):")
-print("")
-SeedTable.printTable(coroutines: seedCoroutines, shared: seedShared, threads: seedThreads)
-let plot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-  .appendingPathComponent("../../../Docs/Coroutines.docc/Resources/coroutines-vs-threads.svg")
-  .standardized
-try SeedTable.writePlot(
-  coroutines: seedCoroutines, shared: seedShared, threads: seedThreads, to: plot)
-print("")
-print("Plot written to \(plot.path).")
+try SeedTable.printSection(seed)
 print("")
 print(
   String(

@@ -104,7 +104,7 @@ public enum ConcurrencyWalkthrough {
           // weigh on what is measured.
           var lastThread: pthread_t?
           for _ in 0..<configuration.waitsPerTask {
-            let _: Void = try co_await { done in device.request { done(.success(())) } }
+            try device.awaitRequest()
             let me = pthread_self()
             if me != lastThread {
               lastThread = me

@@ -91,6 +91,8 @@ extension CoroutineLoop {
   /// Sleeps in the poller until there is work (a timer due, a descriptor ready, another
   /// thread's job); returns false when the loop is idle and should end.
   func waitForWork() -> Bool {
+    // The sleeps armed in the turn just run get their deadlines before the loop looks at them.
+    if !unstampedSleeps.isEmpty { _ = stampSleeps() }
     while timers.firstIsDead { _ = timers.removeFirst() }
     // Spinning watches only other threads' work: with descriptors to watch, the loop sleeps in
     // the poller at once, which sees both.

@@ -64,6 +64,8 @@ extension CoroutineLoop {
       if !waitForWork() { break }
     }
     timers = TimerHeap()
+    // `waitForWork` dated every sleep before it found the loop idle; none is left to release.
+    coPrecondition(unstampedSleeps.isEmpty, "CoroutineLoop.run(): the loop ended with sleeps")
     if ready != nil { returnStashedStacks() }
   }
 
@@ -87,7 +89,8 @@ extension CoroutineLoop {
   /// cannot starve them; but with more than a batch due, the later ones wait a turn or more,
   /// behind jobs queued meanwhile.
   private func fireDueTimers() -> Bool {
-    let now = monotonicNanoseconds()
+    // The sleeps armed since the last reading are dated by this one (see `addSleep`).
+    let now = unstampedSleeps.isEmpty ? monotonicNanoseconds() : stampSleeps()
     // The busy loop's look by time, on this reading (see `pollWhileBusy`).
     if now &- lastPoll >= Self.busyPollInterval { pollOnTime(now) }
     var fired = 0

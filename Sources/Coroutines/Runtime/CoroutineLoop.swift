@@ -66,6 +66,9 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// thread arms, wakes and ends them, so a plain counter does: an atomic's locked add right
   /// after switching into a cold coroutine waited for that switch's stores to drain.
   @exclusivity(unchecked) var sleepers = 0
+  /// `co_delay` sleeps armed since the loop last read the clock for its timers, waiting for
+  /// their deadlines (see `stampSleeps`). Loop thread only.
+  @exclusivity(unchecked) var unstampedSleeps: [UnstampedSleep] = []
   /// The insertion order of the next entry of `timers`, for equal deadlines (loop thread only:
   /// a timer from another thread gets its number when it reaches the heap).
   @exclusivity(unchecked) var nextSequence: UInt64 = 0
