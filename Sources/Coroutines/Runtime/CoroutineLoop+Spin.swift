@@ -47,6 +47,9 @@ extension CoroutineLoop {
   /// spin, and the poller is looked at only by a loop that sleeps.
   func spinBeforeParking(_ coroutine: Coroutine) {
     guard poller.waiterCount == 0, hasNothingQueued else { return }
+    // Sleeps armed this turn get their deadlines from a reading taken after them: date them
+    // first, so that the spin stops at the nearest.
+    if !unstampedSleeps.isEmpty { _ = stampSleeps() }
     _ = spin { coroutine.state.load(ordering: .relaxed) == .wokenEarly }
   }
 
