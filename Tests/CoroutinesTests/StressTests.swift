@@ -33,7 +33,7 @@ import Testing
     let loops = (0..<2).map { _ in LoopThread() }
     let schedulers: [any CoroutineScheduler] = queues + loops.map(\.loop)
     let producerTasks = Mutex<[CoTask<Void>]>([])
-    var seed = SplitMix(seed: 0x5EED)
+    var seed = SplitMix64(seed: 0x5EED)
 
     // Consumers: some are cancelled by producers at random points (see below).
     let consumerTasks = (0..<consumers).map { index in
@@ -48,8 +48,8 @@ import Testing
     }
     // Producers: each sends its own range; a send that throws was not sent. Some cancel a
     // consumer, and some are cancelled, at points chosen by the seeded generator.
-    let cancelConsumerAt = (0..<producers).map { _ in seed.next(below: perProducer * 2) }
-    let cancelProducerAt = (0..<producers).map { _ in seed.next(below: perProducer * 3) }
+    let cancelConsumerAt = (0..<producers).map { _ in seed.index(below: perProducer * 2) }
+    let cancelProducerAt = (0..<producers).map { _ in seed.index(below: perProducer * 3) }
     for index in 0..<producers {
       let task = co_launch(
         on: schedulers[(index + 1) % schedulers.count], name: "producer \(index)",
@@ -105,11 +105,11 @@ import Testing
     let queues = (0..<3).map { DispatchQueue(label: "StressTests.senders \($0)") }
     let loops = (0..<2).map { _ in LoopThread() }
     let schedulers: [any CoroutineScheduler] = queues + loops.map(\.loop)
-    var seed = SplitMix(seed: 0xAC70)
-    let stopAt = seed.next(below: total)  // the actor stops part-way through
+    var seed = SplitMix64(seed: 0xAC70)
+    let stopAt = seed.index(below: total)  // the actor stops part-way through
     let counter = Atomic<Int>(0)
     let futures = Mutex<[(Int, CoFuture<Int>)]>([])
-    let cancelAt = (0..<senders).map { _ in seed.next(below: perSender * 2) }
+    let cancelAt = (0..<senders).map { _ in seed.index(below: perSender * 2) }
     let senderTasks = (0..<senders).map { index in
       co_launch(
         on: schedulers[index % schedulers.count], name: "sender \(index)",
@@ -182,18 +182,5 @@ extension CoFuture {
     let settled = DispatchSemaphore(value: 0)
     whenComplete { _ in settled.signal() }
     settled.wait()
-  }
-}
-
-/// A small seeded generator, so the injection points are the same on every run.
-private struct SplitMix {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next(below bound: Int) -> Int {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var mixed = state
-    mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-    return Int((mixed ^ (mixed >> 31)) % UInt64(bound))
   }
 }

@@ -1,5 +1,6 @@
 import Testing
 
+@testable import Coroutines
 @testable import ExamplesKit
 
 @Suite struct HTTPParserTests {
@@ -147,17 +148,17 @@ import Testing
     let alphabet = Array(" \r\n:/?.,-HTPGE01aA\t\u{00}\u{7F}\u{FF}".utf8)
     for round in 0..<3000 {
       var bytes = valid
-      for _ in 0...random.next(below: 3) {
-        let index = random.next(below: bytes.count)
-        let byte = alphabet[random.next(below: alphabet.count)]
-        switch random.next(below: 3) {
+      for _ in 0...random.index(below: 3) {
+        let index = random.index(below: bytes.count)
+        let byte = alphabet[random.index(below: alphabet.count)]
+        switch random.index(below: 3) {
         case 0: bytes[index] = byte
         case 1: bytes.remove(at: index)
         default: bytes.insert(byte, at: index)
         }
       }
       let whole = HTTPParser.parse(bytes)
-      let cut = random.next(below: bytes.count + 1)
+      let cut = random.index(below: bytes.count + 1)
       let part = HTTPParser.parse(Array(bytes[..<cut]))
       switch part {
       case .incomplete: break
@@ -173,18 +174,5 @@ import Testing
   @Test func nothingIsIncomplete() {
     #expect(HTTPParser.parse([]) == .incomplete)
     #expect(parse("\r\n") == .incomplete)
-  }
-}
-
-/// A small seeded generator, so that a failing round can be replayed.
-private struct SplitMix64 {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next(below bound: Int) -> Int {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var mixed = state
-    mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-    return Int((mixed ^ (mixed >> 31)) % UInt64(bound))
   }
 }
