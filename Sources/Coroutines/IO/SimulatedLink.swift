@@ -1,0 +1,132 @@
+/// What one segment of a simulated connection carries.
+enum SimulatedSegment {
+  /// A connection attempt.
+  case connect
+  /// The listener's answer: connected.
+  case accept
+  /// No listener on the port, or the host is down.
+  case refuse
+  case data([UInt8])
+  /// The end of the sender's stream.
+  case finish
+  /// The sender's end is gone (crashed, or closed while data came).
+  case reset
+
+  var traceName: String {
+    switch self {
+    case .connect: "connect"
+    case .accept: "accept"
+    case .refuse: "refuse"
+    case .data(let bytes): "data \(bytes.count)"
+    case .finish: "finish"
+    case .reset: "reset"
+    }
+  }
+}
+
+/// One direction of a simulated connection: the segments on their way, in the order they were
+/// sent, each with its arrival time.
+///
+/// Each segment gets a timer on the loop at its arrival, but the timer delivers whatever is at
+/// the head of the queue and due, never "its" segment: so a segment never overtakes an earlier
+/// one (a lost one, resent later), whatever order the seed gives timers due at the same moment.
+/// A partition is checked on arrival: a link that meets one holds its queue until the way is
+/// repaired, then sends it on, in order, one latency later.
+final class SimulatedLink: @unchecked Sendable {  // used under the world's lock
+  unowned let connection: SimulatedConnection
+  /// The side that sends on this link (0, the connecting side, or 1, the accepting one).
+  let side: Int
+  let from: Int
+  let to: Int
+  private var queue: [(arrival: UInt64, segment: SimulatedSegment, resent: Int)] = []
+  private var head = 0
+  private var lastArrival: UInt64 = 0
+  /// True while a partition holds the queue.
+  private var isHeld = false
+
+  init(connection: SimulatedConnection, side: Int, from: Int, to: Int) {
+    self.connection = connection
+    self.side = side
+    self.from = from
+    self.to = to
+  }
+
+  private var world: SimulatedWorld { connection.world }
+
+  /// Sends `segment`: it arrives one latency from now, after every segment sent before it,
+  /// and later by a retransmission timeout for each time it is lost (`lossy`).
+  func send(_ segment: SimulatedSegment, lossy: Bool = true) {
+    let losses = lossy ? world.drawLosses() : 0
+    let resendDelay = world.nanoseconds(world.retransmitTimeout) &* UInt64(losses)
+    let arrival = max(world.now &+ resendDelay &+ world.drawLatency(), lastArrival)
+    lastArrival = arrival
+    queue.append((arrival, segment, losses))
+    if !isHeld { scheduleDelivery(at: arrival) }
+  }
+
+  /// Drops what is on its way: the sender vanished.
+  func drop() {
+    queue.removeAll()
+    head = 0
+    if isHeld {
+      isHeld = false
+      world.held.removeAll { $0.connection === connection && $0.side == side }
+    }
+  }
+
+  /// Sends the held segments on, in order, one latency after now.
+  func release() {
+    isHeld = false
+    for index in head..<queue.count {
+      let arrival = max(world.now &+ world.drawLatency(), lastArrival)
+      lastArrival = arrival
+      queue[index].arrival = arrival
+      scheduleDelivery(at: arrival)
+    }
+  }
+
+  private func scheduleDelivery(at arrival: UInt64) {
+    // The timer holds the connection (which holds its links): a segment on its way keeps the
+    // connection alive after both of its streams are gone, as the kernel keeps a socket that
+    // still has data to deliver.
+    let (connection, side) = (self.connection, self.side)
+    connection.world.schedule(at: arrival) {
+      connection.world.lock.withLock { connection.links[side].deliverDue() }
+    }
+  }
+
+  /// Delivers the segments at the head of the queue that are due, unless a partition cuts the
+  /// way; then holds the queue.
+  func deliverDue() {
+    guard !isHeld, head < queue.count else { return }
+    if world.isBlocked(from, to) {
+      isHeld = true
+      world.held.append(HeldLink(connection: connection, side: side))
+      return
+    }
+    let now = world.now
+    while head < queue.count, queue[head].arrival <= now {
+      let (_, segment, resent) = queue[head]
+      queue[head] = (0, .reset, 0)  // releases the bytes at once
+      head += 1
+      world.record(
+        SimulatedTraceRecord(
+          time: now, from: from, fromPort: connection.ports[side], to: to,
+          toPort: connection.ports[1 - side], what: segment.traceName, resent: resent))
+      connection.receive(segment, at: 1 - side)
+    }
+    if head == queue.count {
+      queue.removeAll(keepingCapacity: true)
+      head = 0
+    }
+  }
+}
+
+/// A link held by a partition, named through its connection, which it keeps alive (a link only
+/// refers to its connection unowned).
+struct HeldLink {
+  let connection: SimulatedConnection
+  let side: Int
+
+  var link: SimulatedLink { connection.links[side] }
+}
