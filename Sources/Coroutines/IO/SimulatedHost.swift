@@ -47,13 +47,17 @@ public final class CoSimulatedHost: Sendable {
     CoLocalBinding.current = SimulatedHostBinding(host: self, epoch: epoch, next: saved)
     let task = co_launch(on: world.loop, name: name, body)
     CoLocalBinding.current = saved
-    let up = world.lock.withLock { () -> Bool in
+    let (up, finished) = world.lock.withLock { () -> (Bool, [any SimulatedHostTask]) in
       let record = world.hosts[index]
+      // Released after the lock: a finished task may hold the last reference to a stream,
+      // whose release takes the lock to close it.
+      let finished = record.tasks.filter { $0.isSettled }
       record.tasks.removeAll { $0.isSettled }
-      guard record.isUp && record.epoch == epoch else { return false }
+      guard record.isUp && record.epoch == epoch else { return (false, finished) }
       record.tasks.append(task)
-      return true
+      return (true, finished)
     }
+    withExtendedLifetime(finished) {}
     if !up { task.cancel() }
     return task
   }

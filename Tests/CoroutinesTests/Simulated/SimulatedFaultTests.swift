@@ -210,3 +210,22 @@ import Testing
     #expect(posixCode(client) == .ECONNRESET)
   }
 }
+
+extension SimulatedFaultTests {
+  @Test func aStreamReleasedWithoutCloseClosesItsSide() throws {
+    let net = SimulatedPair()
+    let server = net.server.launch { () throws -> [UInt8] in
+      let listener = try CoTCPListener(port: 7)
+      let connection = try listener.accept()
+      return try connection.read(upTo: 10)
+    }
+    // The client's task holds the stream as its value until the next launch drops the task.
+    net.client.launch { () throws -> CoTCPStream in
+      try CoTCPStream.connect(host: "server", port: 7)
+    }
+    net.loop.advance(by: 1)
+    net.client.launch {}
+    net.loop.advance(by: 1)
+    #expect(try server.result?.get() == [], "the peer read the end of the stream")
+  }
+}
