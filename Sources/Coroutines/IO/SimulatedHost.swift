@@ -51,8 +51,14 @@ public final class CoSimulatedHost: Sendable {
       let record = world.hosts[index]
       // Released after the lock: a finished task may hold the last reference to a stream,
       // whose release takes the lock to close it.
-      let finished = record.tasks.filter { $0.isSettled }
-      record.tasks.removeAll { $0.isSettled }
+      var finished: [any SimulatedHostTask] = []
+      if record.tasks.count >= record.pruneAt {
+        // Pruned when the list has doubled since the last pruning: amortised, a launch costs
+        // one look at one task however many run.
+        finished = record.tasks.filter { $0.isSettled }
+        record.tasks.removeAll { $0.isSettled }
+        record.pruneAt = max(64, record.tasks.count * 2)
+      }
       guard record.isUp && record.epoch == epoch else { return (false, finished) }
       record.tasks.append(task)
       return (true, finished)

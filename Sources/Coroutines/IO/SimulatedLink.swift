@@ -12,14 +12,16 @@ enum SimulatedSegment {
   /// The sender's end is gone (crashed, or closed while data came).
   case reset
 
-  var traceName: String {
+  /// What the trace keeps of it: its kind, and for data its size (formatted only when the
+  /// trace is read, as a string per segment would cost more than delivering it).
+  var traceEntry: (kind: StaticString, bytes: Int) {
     switch self {
-    case .connect: "connect"
-    case .accept: "accept"
-    case .refuse: "refuse"
-    case .data(let bytes): "data \(bytes.count)"
-    case .finish: "finish"
-    case .reset: "reset"
+    case .connect: ("connect", -1)
+    case .accept: ("accept", -1)
+    case .refuse: ("refuse", -1)
+    case .data(let bytes): ("data", bytes.count)
+    case .finish: ("finish", -1)
+    case .reset: ("reset", -1)
     }
   }
 }
@@ -109,10 +111,11 @@ final class SimulatedLink: @unchecked Sendable {  // used under the world's lock
       let (_, segment, resent) = queue[head]
       queue[head] = (0, .reset, 0)  // releases the bytes at once
       head += 1
+      let (kind, bytes) = segment.traceEntry
       world.record(
         SimulatedTraceRecord(
           time: now, from: from, fromPort: connection.ports[side], to: to,
-          toPort: connection.ports[1 - side], what: segment.traceName, resent: resent))
+          toPort: connection.ports[1 - side], kind: kind, bytes: bytes, resent: resent))
       connection.receive(segment, at: 1 - side)
     }
     if head == queue.count {

@@ -150,7 +150,8 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
         let from = hosts[record.from].name
         let to = hosts[record.to].name
         var line = String(format: "%.6f", Double(record.time) / 1e9)
-        line += " \(from):\(record.fromPort) > \(to):\(record.toPort) \(record.what)"
+        line += " \(from):\(record.fromPort) > \(to):\(record.toPort) \(record.kind)"
+        if record.bytes >= 0 { line += " \(record.bytes)" }
         if record.resent > 0 { line += " (resent \(record.resent))" }
         return line
       }
@@ -171,7 +172,9 @@ struct SimulatedTraceRecord {
   let fromPort: UInt16
   let to: Int
   let toPort: UInt16
-  let what: String
+  let kind: StaticString
+  /// The size of a data segment; -1 for the others.
+  let bytes: Int
   let resent: Int
 }
 
@@ -196,6 +199,8 @@ final class SimulatedHostRecord {
   var connections: [ObjectIdentifier: SimulatedConnection] = [:]
   /// The tasks ``CoSimulatedHost/launch(name:_:)`` started in this life.
   var tasks: [any SimulatedHostTask] = []
+  /// The length of `tasks` at which the finished ones are dropped.
+  var pruneAt = 64
 
   init(name: String, address: String) {
     self.name = name
