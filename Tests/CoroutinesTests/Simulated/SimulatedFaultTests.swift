@@ -219,13 +219,36 @@ extension SimulatedFaultTests {
       let connection = try listener.accept()
       return try connection.read(upTo: 10)
     }
-    // The client's task holds the stream as its value until the next launch drops the task.
-    net.client.launch { () throws -> CoTCPStream in
-      try CoTCPStream.connect(host: "server", port: 7)
-    }
-    net.loop.advance(by: 1)
-    net.client.launch {}
+    net.client.launch { _ = try CoTCPStream.connect(host: "server", port: 7) }
     net.loop.advance(by: 1)
     #expect(try server.result?.get() == [], "the peer read the end of the stream")
+  }
+
+  @Test func aHostDropsItsFinishedTasksOutsideTheNetworksLock() throws {
+    // Each finished task holds a stream as its value: dropping the last reference to it closes
+    // the stream, which takes the network's lock.
+    let net = SimulatedPair()
+    let accepted = net.server.launch { () throws -> Int in
+      let listener = try CoTCPListener(port: 7)
+      var count = 0
+      while true {
+        let connection = try listener.accept()
+        co_launch { _ = try connection.read(upTo: 10) }
+        count += 1
+        if count == 100 { return count }
+      }
+    }
+    for _ in 0..<100 {
+      net.client.launch { () throws -> CoTCPStream in
+        try CoTCPStream.connect(host: "server", port: 7)
+      }
+    }
+    net.loop.advance(by: 1)
+    // The list of tasks is pruned as it grows: these launches drop the finished tasks, and the
+    // streams with them.
+    for _ in 0..<40 { net.client.launch {} }
+    net.loop.advance(by: 1)
+    #expect(try accepted.result?.get() == 100)
+    #expect(net.loop.liveCoroutines == 0, "every server child read the end of its stream")
   }
 }
