@@ -9,21 +9,26 @@ public struct Walkthrough: Sendable {
   public let run: @Sendable (Narrator) throws -> Void
   /// The variant `--live` runs, over real loopback sockets instead of stubs, if there is one.
   public let live: (@Sendable (Narrator) throws -> Void)?
+  /// The variant `--simulated` runs, on a simulated network on a test loop's virtual clock,
+  /// if there is one.
+  public let simulated: (@Sendable (Narrator) throws -> Void)?
   /// What the walkthrough stubs ("the network", …), said before it runs; nil when it stubs
   /// nothing.
   public let stubs: String?
 
   /// A walkthrough called `name` that stubs `stubs`, with a `--live` variant if `live` is
-  /// given.
+  /// given and a `--simulated` one if `simulated` is.
   public init(
     name: String, summary: String, stubs: String? = nil,
     live: (@Sendable (Narrator) throws -> Void)? = nil,
+    simulated: (@Sendable (Narrator) throws -> Void)? = nil,
     run: @escaping @Sendable (Narrator) throws -> Void
   ) {
     self.name = name
     self.summary = summary
     self.stubs = stubs
     self.live = live
+    self.simulated = simulated
     self.run = run
   }
 
