@@ -10,11 +10,13 @@ extension EchoWalkthrough {
     public let mismatches: Int
     /// Virtual seconds from the first connection to the last reply.
     public let virtualSeconds: Double
-    /// The median and 99th percentile of one round trip, in virtual milliseconds.
+    /// The median of one round trip, in virtual milliseconds.
     public let p50Milliseconds: Double
+    /// The 99th percentile of one round trip, in virtual milliseconds.
     public let p99Milliseconds: Double
-    /// Segments the network delivered, and how many of them had been lost and sent again.
+    /// Segments the network delivered.
     public let segments: Int
+    /// Delivered segments that had been lost and sent again.
     public let resent: Int
     /// The first lines of the network's trace.
     public let traceHead: [String]

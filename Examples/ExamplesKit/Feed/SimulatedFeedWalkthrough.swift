@@ -6,8 +6,9 @@ extension FeedWalkthrough {
   public struct SimulatedReport: Sendable {
     /// The refresh's outcome, as for the live run; its time is virtual.
     public let live: LiveReport
-    /// Segments the network delivered, and how many of them had been lost and sent again.
+    /// Segments the network delivered.
     public let segments: Int
+    /// Delivered segments that had been lost and sent again.
     public let resent: Int
   }
 
