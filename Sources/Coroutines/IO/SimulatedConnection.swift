@@ -178,7 +178,13 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
   func close(_ side: Int) {
     guard sides[side].phase != .closed else { return }
     let wasLive = sides[side].isLive
-    if wasLive, sides[side].phase != .connecting { shutdownWrite(side) }
+    if sides[side].phase == .connecting {
+      // Given up before the answer came (a timeout, say): the attempt stops, as a closed
+      // socket stops sending its SYN, so a partition that held it does not deliver it later.
+      links[side].drop()
+    } else if wasLive {
+      shutdownWrite(side)
+    }
     sides[side].phase = .closed
     sides[side].inbound = []
     sides[side].consumed = 0

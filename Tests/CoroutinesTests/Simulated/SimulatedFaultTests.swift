@@ -252,3 +252,23 @@ extension SimulatedFaultTests {
     #expect(net.loop.liveCoroutines == 0, "every server child read the end of its stream")
   }
 }
+
+extension SimulatedFaultTests {
+  @Test func aConnectionAttemptGivenUpDuringAPartitionNeverReachesTheListener() throws {
+    let net = SimulatedPair()
+    let accepted = net.server.launch { () throws -> Int in
+      let listener = try CoTCPListener(port: 7)
+      _ = try listener.accept(timeout: 20)
+      return 1
+    }
+    net.network.partition(net.client, net.server)
+    let attempt = net.client.launch {
+      _ = try CoTCPStream.connect(host: "server", port: 7, timeout: 1)
+    }
+    net.loop.advance(by: 5)
+    #expect(throws: CoroutineError.timedOut) { try attempt.result?.get() }
+    net.network.repairAll()
+    net.loop.advance(by: 30)
+    #expect(throws: CoroutineError.timedOut) { try accepted.result?.get() }
+  }
+}
