@@ -8,7 +8,8 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
   var ports: [UInt16]
   /// The hosts' lives the sides belong to.
   let epochs: [Int]
-  var sides = [Side(), Side()]
+  // Unchecked: the world's lock makes every access exclusive.
+  @exclusivity(unchecked) var sides = [Side(), Side()]
   private(set) var links: [SimulatedLink] = []
 
   /// Where one side is in its life.
@@ -36,7 +37,7 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     var finished = false
     /// This side finished its own stream (`shutdownWrite` or `close`).
     var sentFinish = false
-    var waiters: [CoroutineResumer<Void>] = []
+    var waiters = SimulatedWaiters()
 
     var isLive: Bool {
       switch phase {
@@ -61,9 +62,7 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
 
   /// Wakes every coroutine waiting on `side`: each looks again at what changed.
   func wake(_ side: Int) {
-    let waiters = sides[side].waiters
-    sides[side].waiters = []
-    for waiter in waiters { waiter.resume(.success(())) }
+    sides[side].waiters.resumeAll(.success(()))
   }
 
   /// A segment arrived at `side` (from the other side).
@@ -92,7 +91,14 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     case .refuse:
       sides[side].phase = .refused
       forget(side)
-    case .data(let bytes): sides[side].inbound += bytes
+    case .data(let bytes):
+      // Taken as it is when nothing waits to be read: the writer's bytes reach the reader
+      // without a copy.
+      if sides[side].inbound.isEmpty {
+        sides[side].inbound = bytes
+      } else {
+        sides[side].inbound += bytes
+      }
     case .finish: sides[side].finished = true
     case .reset:
       sides[side].phase = .reset
@@ -128,9 +134,7 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
       if sides[1 - side].phase != .absent { links[side].send(.reset, lossy: false) }
       // Whoever still waits there is a coroutine of the crashed host that was not cancelled
       // with its tasks (a detached one): it is cancelled at this wait.
-      let waiters = sides[side].waiters
-      sides[side].waiters = []
-      for waiter in waiters { waiter.resume(.failure(CancellationError())) }
+      sides[side].waiters.resumeAll(.failure(CancellationError()))
     }
   }
 
@@ -151,6 +155,10 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     let available = sides[side].inbound.count - sides[side].consumed
     if available == 0 { return sides[side].finished ? [] : nil }
     let start = sides[side].consumed
+    if start == 0 && available <= maxBytes {
+      defer { sides[side].inbound = [] }
+      return sides[side].inbound
+    }
     let count = min(available, maxBytes)
     let bytes = Array(sides[side].inbound[start..<start + count])
     if count == available {

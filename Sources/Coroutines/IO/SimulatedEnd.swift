@@ -69,10 +69,9 @@ final class SimulatedEnd: Sendable {
     return bytes.count
   }
 
-  func write(_ bytes: UnsafeRawBufferPointer, timeout: Double?, call: StaticString) throws {
+  func write(_ bytes: [UInt8], timeout: Double?, call: StaticString) throws {
     _ = checkedTimeout(timeout, in: call)
-    let copy = [UInt8](bytes)
-    try world.lock.withLock { try connection.write(side, copy) }
+    try world.lock.withLock { try connection.write(side, bytes) }
   }
 
   func shutdownWrite() {
@@ -89,7 +88,7 @@ final class SimulatedEnd: Sendable {
     return try world.wait(
       until: deadline, attempt,
       register: { connection.sides[side].waiters.append($0) },
-      unregister: { waiter in connection.sides[side].waiters.removeAll { $0 === waiter } })
+      unregister: { connection.sides[side].waiters.remove($0) })
   }
 }
 

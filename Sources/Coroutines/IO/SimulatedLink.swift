@@ -29,41 +29,47 @@ enum SimulatedSegment {
 /// One direction of a simulated connection: the segments on their way, in the order they were
 /// sent, each with its arrival time.
 ///
-/// Each segment gets a timer on the loop at its arrival, but the timer delivers whatever is at
-/// the head of the queue and due, never "its" segment: so a segment never overtakes an earlier
-/// one (a lost one, resent later), whatever order the seed gives timers due at the same moment.
+/// Each segment gets a delivery at its arrival in the network's schedule (behind a timer of the
+/// loop), but the delivery takes whatever is at the head of the queue and due, never "its"
+/// segment: so a segment never overtakes an earlier one (a lost one, resent later).
 /// A partition is checked on arrival: a link that meets one holds its queue until the way is
 /// repaired, then sends it on, in order, one latency later.
 final class SimulatedLink: @unchecked Sendable {  // used under the world's lock
-  unowned let connection: SimulatedConnection
+  // Unowned and unchecked: a link is reached only through its connection (which holds the
+  // world), and a counted reference cost a retain and a release at every use, per segment.
+  unowned(unsafe) let connection: SimulatedConnection
+  unowned(unsafe) let world: SimulatedWorld
   /// The side that sends on this link (0, the connecting side, or 1, the accepting one).
   let side: Int
   let from: Int
   let to: Int
-  private var queue: [(arrival: UInt64, segment: SimulatedSegment, resent: Int)] = []
-  private var head = 0
-  private var lastArrival: UInt64 = 0
+  // Unchecked: the world's lock makes every access exclusive.
+  @exclusivity(unchecked) private var queue:
+    [(arrival: UInt64, segment: SimulatedSegment, resent: Int)] = []
+  @exclusivity(unchecked) private var head = 0
+  @exclusivity(unchecked) private var lastArrival: UInt64 = 0
   /// True while a partition holds the queue.
   private var isHeld = false
 
   init(connection: SimulatedConnection, side: Int, from: Int, to: Int) {
     self.connection = connection
+    world = connection.world
     self.side = side
     self.from = from
     self.to = to
   }
 
-  private var world: SimulatedWorld { connection.world }
-
   /// Sends `segment`: it arrives one latency from now, after every segment sent before it,
   /// and later by a retransmission timeout for each time it is lost (`lossy`).
   func send(_ segment: SimulatedSegment, lossy: Bool = true) {
+    let world = self.world
     let losses = lossy ? world.drawLosses() : 0
-    let resendDelay = world.nanoseconds(world.retransmitTimeout) &* UInt64(losses)
-    let arrival = max(world.now &+ resendDelay &+ world.drawLatency(), lastArrival)
+    let resendDelay = losses == 0 ? 0 : world.nanoseconds(world.retransmitTimeout) &* UInt64(losses)
+    let now = world.now
+    let arrival = max(now &+ resendDelay &+ world.drawLatency(), lastArrival)
     lastArrival = arrival
     queue.append((arrival, segment, losses))
-    if !isHeld { scheduleDelivery(at: arrival) }
+    if !isHeld { scheduleDelivery(at: arrival, now: now) }
   }
 
   /// Drops what is on its way: the sender vanished.
@@ -79,28 +85,27 @@ final class SimulatedLink: @unchecked Sendable {  // used under the world's lock
   /// Sends the held segments on, in order, one latency after now.
   func release() {
     isHeld = false
+    let now = world.now
     for index in head..<queue.count {
-      let arrival = max(world.now &+ world.drawLatency(), lastArrival)
+      let arrival = max(now &+ world.drawLatency(), lastArrival)
       lastArrival = arrival
       queue[index].arrival = arrival
-      scheduleDelivery(at: arrival)
+      scheduleDelivery(at: arrival, now: now)
     }
   }
 
-  private func scheduleDelivery(at arrival: UInt64) {
-    // The timer holds the connection (which holds its links): a segment on its way keeps the
-    // connection alive after both of its streams are gone, as the kernel keeps a socket that
-    // still has data to deliver.
-    let (connection, side) = (self.connection, self.side)
-    connection.world.schedule(at: arrival) {
-      connection.world.lock.withLock { connection.links[side].deliverDue() }
-    }
+  private func scheduleDelivery(at arrival: UInt64, now: UInt64) {
+    // The schedule holds the connection (which holds its links): a segment on its way keeps
+    // the connection alive after both of its streams are gone, as the kernel keeps a socket
+    // that still has data to deliver.
+    world.scheduleDelivery(connection, side: side, at: arrival, now: now)
   }
 
   /// Delivers the segments at the head of the queue that are due, unless a partition cuts the
   /// way; then holds the queue.
   func deliverDue() {
     guard !isHeld, head < queue.count else { return }
+    let world = self.world
     if world.isBlocked(from, to) {
       isHeld = true
       world.held.append(HeldLink(connection: connection, side: side))

@@ -5,7 +5,7 @@ final class SimulatedListenerState: @unchecked Sendable {  // used under the wor
   let host: Int
   let port: UInt16
   var backlog: [SimulatedConnection] = []
-  var waiters: [CoroutineResumer<Void>] = []
+  var waiters = SimulatedWaiters()
   var isClosed = false
 
   init(host: Int, port: UInt16) {
@@ -14,9 +14,7 @@ final class SimulatedListenerState: @unchecked Sendable {  // used under the wor
   }
 
   func wakeAll() {
-    let waiters = self.waiters
-    self.waiters = []
-    for waiter in waiters { waiter.resume(.success(())) }
+    waiters.resumeAll(.success(()))
   }
 
   /// Stops listening: connections not yet accepted are reset, as TCP resets them.
@@ -79,7 +77,7 @@ final class SimulatedListener: Sendable {
         return nil
       },
       register: { state.waiters.append($0) },
-      unregister: { waiter in state.waiters.removeAll { $0 === waiter } })
+      unregister: { state.waiters.remove($0) })
     return CoTCPStream(simulated: SimulatedEnd(connection, side: 1))
   }
 

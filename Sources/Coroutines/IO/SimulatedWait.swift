@@ -1,3 +1,32 @@
+/// The coroutines waiting on a side or a listener: usually one, so the first is kept apart and
+/// waiting costs no array.
+struct SimulatedWaiters {
+  private var first: CoroutineResumer<Void>?
+  private var others: [CoroutineResumer<Void>] = []
+
+  mutating func append(_ waiter: CoroutineResumer<Void>) {
+    if first == nil { first = waiter } else { others.append(waiter) }
+  }
+
+  mutating func remove(_ waiter: CoroutineResumer<Void>) {
+    if first === waiter {
+      first = others.isEmpty ? nil : others.removeFirst()
+    } else if !others.isEmpty {
+      others.removeAll { $0 === waiter }
+    }
+  }
+
+  /// Ends every wait with `result`; the list is empty afterwards.
+  mutating func resumeAll(_ result: Result<Void, any Error>) {
+    guard let waiter = first else { return }
+    first = nil
+    let others = self.others
+    if !others.isEmpty { self.others = [] }
+    waiter.resume(result)
+    for waiter in others { waiter.resume(result) }
+  }
+}
+
 extension SimulatedWorld {
   /// The virtual deadline of a call given `timeout` seconds, checked as a real socket's call
   /// checks it (a negative or NaN timeout stops the program naming `call`).

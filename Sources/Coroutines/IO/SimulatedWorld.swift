@@ -15,12 +15,19 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   /// Links whose next segment met a partition: they wait for a repair.
   var held: [HeldLink] = []
   /// Latency and loss draws: from the loop's seed, so that a seed replays them.
-  private var random: SplitMix64
-  private var records: [SimulatedTraceRecord] = []
+  @exclusivity(unchecked) private var random: SplitMix64
+  @exclusivity(unchecked) private var records: [SimulatedTraceRecord] = []
+  /// The deliveries on their way.
+  @exclusivity(unchecked) var schedule = SimulatedSchedule()
 
   init(loop: CoroutineTestLoop) {
     self.loop = loop
     random = SplitMix64(seed: loop.seed ?? 0)
+  }
+
+  deinit {
+    // Only once no timer of the loop holds the world, so nothing is delivered any more.
+    schedule.dropAll()
   }
 
   // MARK: Hosts
@@ -131,12 +138,6 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   }
 
   func nanoseconds(_ seconds: Double) -> UInt64 { UInt64((seconds * 1e9).rounded()) }
-
-  /// Runs `job` on the loop at virtual time `deadline` (nanoseconds).
-  func schedule(at deadline: UInt64, _ job: @escaping @Sendable () -> Void) {
-    let now = self.now
-    _ = loop.schedule(after: deadline > now ? Double(deadline - now) / 1e9 : 0, job)
-  }
 
   // MARK: Trace
 

@@ -228,9 +228,10 @@ public final class CoTCPStream: Sendable {
   ///     Bytes the kernel took before that are sent; the stream stays usable.
   /// - Throws: `POSIXError(.EPIPE)` or `(.ECONNRESET)` when the peer is gone (never `SIGPIPE`).
   public func write(_ bytes: [UInt8], timeout: Double? = nil) throws {
-    try bytes.withUnsafeBytes {
-      try send($0, timeout: timeout, call: "CoTCPStream.write(_:timeout:)")
-    }
+    let call: StaticString = "CoTCPStream.write(_:timeout:)"
+    // The array itself, not a copy, is what a simulated connection carries.
+    if let simulated { return try simulated.write(bytes, timeout: timeout, call: call) }
+    try bytes.withUnsafeBytes { try send($0, timeout: timeout, call: call) }
   }
 
   /// Writes all of `bytes`, as ``write(_:timeout:)-([UInt8],_)`` does, from memory you own.
@@ -239,11 +240,12 @@ public final class CoTCPStream: Sendable {
   ///   - bytes: What to send; read only during the call.
   ///   - timeout: As for ``write(_:timeout:)-([UInt8],_)``.
   public func write(_ bytes: UnsafeRawBufferPointer, timeout: Double? = nil) throws {
-    try send(bytes, timeout: timeout, call: "CoTCPStream.write(_:timeout:)")
+    let call: StaticString = "CoTCPStream.write(_:timeout:)"
+    if let simulated { return try simulated.write([UInt8](bytes), timeout: timeout, call: call) }
+    try send(bytes, timeout: timeout, call: call)
   }
 
   private func send(_ bytes: UnsafeRawBufferPointer, timeout: Double?, call: StaticString) throws {
-    if let simulated { return try simulated.write(bytes, timeout: timeout, call: call) }
     let deadline = CallDeadline(checkedTimeout(timeout, in: call))
     try descriptor.use { fd in
       var sent = 0

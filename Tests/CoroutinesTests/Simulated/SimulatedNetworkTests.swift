@@ -244,4 +244,21 @@ import Testing
     #expect(trace(seed: 1) == first)
     #expect(trace(seed: 2) != first)
   }
+
+  @Test func aSegmentOnItsWayIsAPendingTimerOfTheLoop() throws {
+    let net = SimulatedPair()
+    net.startEchoServer()
+    let reply = net.client.launch { () throws -> [UInt8] in
+      let stream = try CoTCPStream.connect(host: "server", port: 7)
+      try stream.write([1])
+      return try stream.read(upTo: 10)
+    }
+    net.loop.runUntilIdle()
+    #expect(net.loop.pendingTimers == 1, "the connection attempt is on its way")
+    net.loop.advance(by: 0.0025)
+    #expect(net.loop.pendingTimers == 1, "the echo's data is on its way")
+    net.loop.advance(by: 1)
+    #expect(try reply.result?.get() == [1])
+    #expect(net.loop.pendingTimers == 0, "nothing is on its way")
+  }
 }
