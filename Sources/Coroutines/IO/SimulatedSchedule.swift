@@ -91,8 +91,11 @@ extension SimulatedWorld {
   }
 
   private func armTimer(at deadline: UInt64, now: UInt64) {
+    // Weak: the loop holds its timers, and the world its loop. A network that nobody can reach
+    // any more (no host's coroutine waits on it) has nobody to deliver to.
     let timer = loop.schedule(after: deadline > now ? Double(deadline - now) / 1e9 : 0) {
-      [self] in
+      [weak self] in
+      guard let self else { return }
       lock.withLock { deliverDue() }
     }
     schedule.arm(timer, for: deadline)
