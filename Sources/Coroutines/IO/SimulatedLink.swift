@@ -12,16 +12,20 @@ enum SimulatedSegment {
   /// The sender's end is gone (crashed, or closed while data came).
   case reset
 
-  /// What the trace keeps of it: its kind, and for data its size (formatted only when the
-  /// trace is read, as a string per segment would cost more than delivering it).
-  var traceEntry: (kind: StaticString, bytes: Int) {
+  /// The names of the kinds, as the trace prints them.
+  static let kindNames = ["connect", "accept", "refuse", "data", "finish", "reset"]
+
+  /// What the trace keeps of it: its kind (an index in ``kindNames``), and for data its size
+  /// (formatted only when the trace is read, as a string per segment would cost more than
+  /// delivering it).
+  var traceEntry: (kind: UInt8, bytes: Int) {
     switch self {
-    case .connect: ("connect", -1)
-    case .accept: ("accept", -1)
-    case .refuse: ("refuse", -1)
-    case .data(let bytes): ("data", bytes.count)
-    case .finish: ("finish", -1)
-    case .reset: ("reset", -1)
+    case .connect: (0, -1)
+    case .accept: (1, -1)
+    case .refuse: (2, -1)
+    case .data(let bytes): (3, bytes.count)
+    case .finish: (4, -1)
+    case .reset: (5, -1)
     }
   }
 }
@@ -119,8 +123,8 @@ final class SimulatedLink: @unchecked Sendable {  // used under the world's lock
       let (kind, bytes) = segment.traceEntry
       world.record(
         SimulatedTraceRecord(
-          time: now, from: from, fromPort: connection.ports[side], to: to,
-          toPort: connection.ports[1 - side], kind: kind, bytes: bytes, resent: resent))
+          time: now, from: UInt32(from), fromPort: connection.ports[side], to: UInt32(to),
+          toPort: connection.ports[1 - side], kind: kind, bytes: bytes, resent: UInt32(resent)))
       connection.receive(segment, at: 1 - side)
     }
     if head == queue.count {

@@ -148,10 +148,11 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   func traceLines() -> [String] {
     lock.withLock {
       records.map { record in
-        let from = hosts[record.from].name
-        let to = hosts[record.to].name
+        let from = hosts[Int(record.from)].name
+        let to = hosts[Int(record.to)].name
+        let kind = SimulatedSegment.kindNames[Int(record.kind)]
         var line = String(format: "%.6f", Double(record.time) / 1e9)
-        line += " \(from):\(record.fromPort) > \(to):\(record.toPort) \(record.kind)"
+        line += " \(from):\(record.fromPort) > \(to):\(record.toPort) \(kind)"
         if record.bytes >= 0 { line += " \(record.bytes)" }
         if record.resent > 0 { line += " (resent \(record.resent))" }
         return line
@@ -166,17 +167,33 @@ struct SimulatedRoute: Hashable {
   let to: Int
 }
 
-/// A delivered segment, formatted only when the trace is read.
+/// A delivered segment, formatted only when the trace is read: 40 bytes, as a simulation
+/// keeps one per segment it delivers.
 struct SimulatedTraceRecord {
   let time: UInt64
-  let from: Int
-  let fromPort: UInt16
-  let to: Int
-  let toPort: UInt16
-  let kind: StaticString
   /// The size of a data segment; -1 for the others.
   let bytes: Int
-  let resent: Int
+  let from: UInt32
+  let to: UInt32
+  let resent: UInt32
+  let fromPort: UInt16
+  let toPort: UInt16
+  /// An index in `SimulatedSegment.kindNames`.
+  let kind: UInt8
+
+  init(
+    time: UInt64, from: UInt32, fromPort: UInt16, to: UInt32, toPort: UInt16, kind: UInt8,
+    bytes: Int, resent: UInt32
+  ) {
+    self.time = time
+    self.bytes = bytes
+    self.from = from
+    self.to = to
+    self.resent = resent
+    self.fromPort = fromPort
+    self.toPort = toPort
+    self.kind = kind
+  }
 }
 
 /// A task launched on a host, which a crash cancels.
