@@ -272,3 +272,24 @@ extension SimulatedFaultTests {
     #expect(throws: CoroutineError.timedOut) { try accepted.result?.get() }
   }
 }
+
+extension SimulatedFaultTests {
+  @Test func aCrashCancelsADetachedCoroutineWhereItWaitsOnTheNetwork() throws {
+    let net = SimulatedPair()
+    let deferRan = CoPromise<Void>()
+    net.server.launch {
+      let listener = try CoTCPListener(port: 7)
+      let connection = try listener.accept()
+      co_launch(detached: true) {
+        defer { deferRan.fulfill(()) }
+        _ = try connection.read(upTo: 10)
+      }
+    }
+    net.client.launch { _ = try CoTCPStream.connect(host: "server", port: 7) }
+    net.loop.advance(by: 0.0015)  // accepted; the client has not yet heard back
+    net.server.crash()
+    net.loop.advance(by: 1)
+    #expect(deferRan.isSettled)
+    #expect(net.loop.liveCoroutines == 0)
+  }
+}
