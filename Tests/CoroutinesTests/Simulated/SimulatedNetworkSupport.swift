@@ -39,11 +39,6 @@ struct SimulatedPair {
   }
 }
 
-/// What a finished task ended with: its value, or the error it threw.
-func outcome<T>(_ task: CoTask<T>) -> Result<T, any Error>? {
-  task.result
-}
-
 /// The POSIX error code a task failed with, if it failed with one.
 func posixCode<T>(_ task: CoTask<T>) -> POSIXErrorCode? {
   guard case .failure(let error as POSIXError)? = task.result else { return nil }
