@@ -82,6 +82,8 @@ enum Child {
         fatalError("unknown figure \(name)")
       }
       numbers = awaits
+    case SimulatedNetworkFigures.figure:
+      numbers = try SimulatedNetworkFigures.measure(SimulatedNetworkFigures.figure)!
     case let name where name.hasPrefix("load-"):
       guard let load = try LoadFigures.measure(name) else { fatalError("unknown figure \(name)") }
       numbers = load

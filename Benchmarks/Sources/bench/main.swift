@@ -29,6 +29,8 @@ if CommandLine.arguments.dropFirst().first == "echo" {
 
 // `bench load`: the section on holding up under load alone.
 if try LoadFigures.runSectionIfRequested() { exit(0) }
+// `bench simnet`: the simulated network's row alone.
+if try SimulatedNetworkFigures.runSectionIfRequested() { exit(0) }
 
 // `bench group`: the loop group's section alone.
 if CommandLine.arguments.dropFirst().first == "group" {
@@ -261,6 +263,7 @@ print(
     bareSwapcontext, bareRegisterSwitch.map { String(format: "%.1f ns", $0) } ?? "n/a",
     taskYield, continuation, taskGroupChild, asyncStream))
 try LoadFigures.printSection()
+try SimulatedNetworkFigures.printSection()
 try Echo.runSection()
 try HTTPBench.runSection()
 try GroupFigures.runSection()

@@ -34,7 +34,8 @@ public enum EchoWalkthrough {
   /// The entry for `swift run examples echo`.
   public static let walkthrough = Walkthrough(
     name: "echo",
-    summary: "an echo server and 1 000 clients, all coroutines on one loop, over loopback"
+    summary: "an echo server and 1 000 clients, all coroutines on one loop, over loopback",
+    simulated: simulatedRun
   ) { narrator in
     let configuration = Configuration()
     narrator.say(

@@ -10,14 +10,23 @@ public final class FeedScreen: Sendable {
   }
 
   private let label: String
-  private let loop: CoroutineLoop
+  /// Whether the calling code runs on the screen's main loop.
+  private let onLoop: @Sendable () -> Bool
   private let narrator: Narrator
   private let state = Locked(State())
 
   /// A screen called `label` in the narration, living on `loop`.
   public init(label: String, loop: CoroutineLoop, narrator: Narrator) {
     self.label = label
-    self.loop = loop
+    onLoop = { CoroutineLoop.current === loop }
+    self.narrator = narrator
+  }
+
+  /// A screen called `label` whose main loop is the test loop `loop`: its calls must come from
+  /// coroutines of that loop.
+  public init(label: String, testLoop loop: CoroutineTestLoop, narrator: Narrator) {
+    self.label = label
+    onLoop = { CoroutineHandle.current?.scheduler === loop }
     self.narrator = narrator
   }
 
@@ -41,7 +50,7 @@ public final class FeedScreen: Sendable {
   public var offLoopCalls: Int { state.value.offLoopCalls }
 
   private func record(_ change: (inout State) -> Void) {
-    let onLoop = CoroutineLoop.current === loop
+    let onLoop = onLoop()
     state.withLock {
       change(&$0)
       if !onLoop { $0.offLoopCalls += 1 }

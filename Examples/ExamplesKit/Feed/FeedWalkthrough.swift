@@ -46,7 +46,8 @@ public enum FeedWalkthrough {
     name: "feed",
     summary: "the feed screen: 20 fetches, parse, save, progress; callbacks vs a coroutine",
     stubs: "the network and the database",
-    live: liveRun
+    live: liveRun,
+    simulated: simulatedLiveRun
   ) { narrator in
     let report = try run(Configuration(), narrator: narrator)
     try check(report)

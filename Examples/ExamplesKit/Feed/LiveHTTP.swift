@@ -18,11 +18,16 @@ public struct LiveHTTPError: Error, Equatable, CustomStringConvertible {
 /// An HTTP/1.1 client over real loopback sockets, written as sequential coroutine code. It
 /// sends every request to the in-process server on `port`, whatever the URL's host.
 public struct LiveHTTPClient: FeedHTTPClient {
-  /// The port of the server on 127.0.0.1.
+  /// The port of the server.
   public let port: UInt16
+  /// The server's host: 127.0.0.1 unless given (a simulated host's name, say).
+  public let host: String
 
-  /// A client of the server on `port`.
-  public init(port: UInt16) { self.port = port }
+  /// A client of the server on `host`'s `port`.
+  public init(port: UInt16, host: String = "127.0.0.1") {
+    self.port = port
+    self.host = host
+  }
 
   /// Fetches `url` in a coroutine of its own on the caller's loop, and calls `completion` with
   /// the outcome: the same shape as the stub, so the same refresh code uses either.
@@ -34,7 +39,7 @@ public struct LiveHTTPClient: FeedHTTPClient {
   /// Fetches `url`: connect, send the request, read the status line, the headers and a body of
   /// `Content-Length` bytes. Must run in a coroutine.
   public func fetch(_ url: String) throws -> Data {
-    let stream = try CoTCPStream.connect(host: "127.0.0.1", port: port, timeout: 5)
+    let stream = try CoTCPStream.connect(host: host, port: port, timeout: 5)
     defer { stream.close() }
     try stream.write(
       Array("GET \(url) HTTP/1.1\r\nHost: feeds.example.org\r\nConnection: close\r\n\r\n".utf8),

@@ -7,6 +7,7 @@ import Foundation
 /// swift run examples            every walkthrough in turn
 /// swift run examples feed       one (or several: feed image)
 /// swift run examples feed --live  its variant over real loopback sockets
+/// swift run examples echo --simulated  its variant on a simulated network (feed --live too)
 /// swift run examples --help     the list
 /// swift run examples --version  the release, build configuration and backend
 /// swift run examples http --port 8080   a walkthrough that is also a program, run as one
@@ -18,8 +19,9 @@ public enum ExamplesCommand {
     case help
     /// Print the version line and exit 0.
     case version
-    /// Run these walkthroughs, in this order; their live variants with `live`.
-    case run([String], live: Bool = false)
+    /// Run these walkthroughs, in this order; their live variants with `live`, their
+    /// simulated ones with `simulated`.
+    case run([String], live: Bool = false, simulated: Bool = false)
     /// Print why and the list, and exit non-zero.
     case unknown(String)
     /// Run the program of this walkthrough with these arguments.
@@ -38,15 +40,16 @@ public enum ExamplesCommand {
     if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) { return .help }
     if arguments.contains("--version") { return .version }
     let live = arguments.contains("--live")
+    let simulated = arguments.contains("--simulated")
     // A name is matched whatever its case (`Echo` runs `echo`), and reported as typed.
     var names: [String] = []
-    for argument in arguments where argument != "--live" {
+    for argument in arguments where argument != "--live" && argument != "--simulated" {
       guard let name = known.first(where: { $0.lowercased() == argument.lowercased() }) else {
         return .unknown(argument)
       }
       names.append(name)
     }
-    return .run(names.isEmpty ? known : names, live: live)
+    return .run(names.isEmpty ? known : names, live: live, simulated: simulated)
   }
 
   /// The list `--help` prints: a usage line, then one line per walkthrough.
@@ -56,11 +59,14 @@ public enum ExamplesCommand {
       "  \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.summary)"
     }
     let live = walkthroughs.filter { $0.live != nil }.map(\.name)
+    let simulated = walkthroughs.filter { $0.simulated != nil }.map(\.name)
     return
       ([
-        "usage: swift run examples [walkthrough...] [--live]  (none: all of them)",
+        "usage: swift run examples [walkthrough...] [--live] [--simulated]  (none: all of them)",
         "  --live  runs over real loopback sockets where there is a live variant ("
           + live.joined(separator: ", ") + "), the stubbed walkthrough elsewhere",
+        "  --simulated  runs on a simulated network, in virtual time with 10 % loss, where "
+          + "there is a simulated variant (" + simulated.joined(separator: ", ") + ")",
         "  swift run -c release examples http [--port N] ...  serves until SIGINT or SIGTERM "
           + "(examples http --help: its options; --walkthrough: its narration alone)",
         "walkthroughs:",
@@ -89,13 +95,17 @@ public enum ExamplesCommand {
     case .unknown(let name):
       errors("examples: no walkthrough named '\(name)'\n" + usage(walkthroughs))
       return 64
-    case .run(let names, let live):
+    case .run(let names, let live, let simulated):
       var failed: [String] = []
       for name in names {
         guard let walkthrough = walkthroughs.first(where: { $0.name == name }) else { continue }
-        let variant = live ? walkthrough.live : nil
-        output(
-          "\n=== \(walkthrough.name)\(variant == nil ? "" : " --live"): \(walkthrough.summary) ===")
+        let simulatedVariant = simulated ? walkthrough.simulated : nil
+        let variant = simulatedVariant ?? (live ? walkthrough.live : nil)
+        let flags =
+          simulatedVariant != nil
+          ? (walkthrough.live != nil ? " --live --simulated" : " --simulated")
+          : (variant == nil ? "" : " --live")
+        output("\n=== \(walkthrough.name)\(flags): \(walkthrough.summary) ===")
         if variant == nil, let stubs = walkthrough.stubs {
           output(
             "(stubbed here: \(stubs), so every run behaves the same"

@@ -9,6 +9,9 @@ public struct Walkthrough: Sendable {
   public let run: @Sendable (Narrator) throws -> Void
   /// The variant `--live` runs, over real loopback sockets instead of stubs, if there is one.
   public let live: (@Sendable (Narrator) throws -> Void)?
+  /// The variant `--simulated` runs, on a simulated network on a test loop's virtual clock,
+  /// if there is one.
+  public let simulated: (@Sendable (Narrator) throws -> Void)?
   /// What the walkthrough stubs ("the network", …), said before it runs; nil when it stubs
   /// nothing.
   public let stubs: String?
@@ -18,10 +21,11 @@ public struct Walkthrough: Sendable {
   public let program: (@Sendable ([String]) -> Int32)?
 
   /// A walkthrough called `name` that stubs `stubs`, with a `--live` variant if `live` is
-  /// given, and a program of its own if `program` is.
+  /// given, a `--simulated` one if `simulated` is, and a program of its own if `program` is.
   public init(
     name: String, summary: String, stubs: String? = nil,
     live: (@Sendable (Narrator) throws -> Void)? = nil,
+    simulated: (@Sendable (Narrator) throws -> Void)? = nil,
     program: (@Sendable ([String]) -> Int32)? = nil,
     run: @escaping @Sendable (Narrator) throws -> Void
   ) {
@@ -29,6 +33,7 @@ public struct Walkthrough: Sendable {
     self.summary = summary
     self.stubs = stubs
     self.live = live
+    self.simulated = simulated
     self.program = program
     self.run = run
   }

@@ -41,6 +41,14 @@ final class OwnedDescriptor: Sendable {
 
   init(_ fd: Int32) { self.fd = fd }
 
+  /// A descriptor that is closed from the start and owns none: the stand-in of a stream or
+  /// listener whose transport is simulated.
+  static func none() -> OwnedDescriptor {
+    let descriptor = OwnedDescriptor(-1)
+    descriptor.state.withLock { $0.closed = true }
+    return descriptor
+  }
+
   deinit {
     // Released without close(): nobody can be using it, as every call holds its owner.
     if !state.withLock({ $0.closed }) { Glibc.close(fd) }

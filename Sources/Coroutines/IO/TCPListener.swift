@@ -20,6 +20,9 @@ import Synchronization
 /// without `close()` closes its socket.
 public final class CoTCPListener: Sendable {
   let descriptor: OwnedDescriptor
+  /// The simulated transport of a listener made on a ``CoSimulatedHost``, else nil (see
+  /// ``CoTCPStream``).
+  let simulated: SimulatedListener?
   /// The port the listener is bound to; the one the system picked when created with port 0.
   public let port: UInt16
   /// How many of the next accepts fail with `EMFILE` as if the process were out of descriptors
@@ -47,6 +50,15 @@ public final class CoTCPListener: Sendable {
     coPrecondition(
       backlog >= 0,
       "CoTCPListener.init(host:port:backlog:reusePort:): backlog \(backlog) is negative")
+    if let binding = SimulatedHostBinding.ofCurrentCoroutine {
+      // On a simulated host the listener listens on that host, whatever address it names.
+      let simulated = try SimulatedListener(on: binding, port: port)
+      self.simulated = simulated
+      self.port = simulated.port
+      descriptor = OwnedDescriptor.none()
+      return
+    }
+    simulated = nil
     let address = try resolveTCP(host: host, port: port, passive: true)[0]
     let fd = socket(
       address.family,
@@ -76,6 +88,7 @@ public final class CoTCPListener: Sendable {
   ///   outside a coroutine (unless a connection is already waiting).
   public func accept(timeout: Double? = nil) throws -> CoTCPStream {
     let call: StaticString = "CoTCPListener.accept(timeout:)"
+    if let simulated { return try simulated.accept(timeout: timeout, call: call) }
     let timeout = checkedTimeout(timeout, in: call)
     return try descriptor.use { fd in
       while true {
@@ -107,6 +120,7 @@ public final class CoTCPListener: Sendable {
   /// call does, and the socket is closed as soon as no call is using it. Calling it again does
   /// nothing.
   public func close() {
+    if let simulated { return simulated.close() }
     descriptor.close()
   }
 }

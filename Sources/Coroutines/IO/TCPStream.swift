@@ -23,6 +23,9 @@ import Synchronization
 /// without `close()` closes its socket.
 public final class CoTCPStream: Sendable {
   let descriptor: OwnedDescriptor
+  /// The simulated transport of a stream made on a ``CoSimulatedHost``, else nil: chosen once,
+  /// when the stream is made, so the kernel's path costs one predictable branch per call.
+  let simulated: SimulatedEnd?
   /// True when the last read returned less than it asked for (the socket was empty then), and
   /// before the first read: the next read waits before it reads.
   private let drained = Atomic<Bool>(true)
@@ -30,6 +33,13 @@ public final class CoTCPStream: Sendable {
   /// Takes ownership of the connected, non-blocking socket `fd`.
   init(adopting fd: Int32) {
     descriptor = OwnedDescriptor(fd)
+    simulated = nil
+  }
+
+  /// Wraps one side of a simulated connection.
+  init(simulated end: SimulatedEnd) {
+    descriptor = OwnedDescriptor.none()
+    simulated = end
   }
 
   /// Connects to `host`, an IPv4 or IPv6 literal or a name, on `port`. A name is resolved off
@@ -49,6 +59,11 @@ public final class CoTCPStream: Sendable {
   {
     let call: StaticString = "CoTCPStream.connect(host:port:timeout:)"
     guard Coroutine.current != nil else { throw CoroutineError.notInCoroutine }
+    if let binding = SimulatedHostBinding.ofCurrentCoroutine {
+      return CoTCPStream(
+        simulated: try SimulatedEnd.connect(
+          from: binding, to: host, port: port, timeout: timeout, call: call))
+    }
     let deadline = CallDeadline(checkedTimeout(timeout, in: call))
     var lastError: any Error = POSIXError(.EADDRNOTAVAIL)
     for address in try resolveTCP(host: host, port: port, passive: false) {
@@ -101,6 +116,7 @@ public final class CoTCPStream: Sendable {
   public func read(upTo maxBytes: Int, timeout: Double? = nil) throws -> [UInt8] {
     let call: StaticString = "CoTCPStream.read(upTo:timeout:)"
     coPrecondition(maxBytes >= 0, "\(call): maxBytes \(maxBytes) is negative")
+    if let simulated { return try simulated.read(upTo: maxBytes, timeout: timeout, call: call) }
     let deadline = CallDeadline(checkedTimeout(timeout, in: call))
     if maxBytes == 0 { return [] }
     let limit = min(maxBytes, Poller.readBufferSize)
@@ -155,6 +171,7 @@ public final class CoTCPStream: Sendable {
     -> Int
   {
     let call: StaticString = "CoTCPStream.read(into:timeout:)"
+    if let simulated { return try simulated.read(into: buffer, timeout: timeout, call: call) }
     let deadline = CallDeadline(checkedTimeout(timeout, in: call))
     if buffer.isEmpty { return 0 }
     return try descriptor.use { fd in
@@ -211,9 +228,10 @@ public final class CoTCPStream: Sendable {
   ///     Bytes the kernel took before that are sent; the stream stays usable.
   /// - Throws: `POSIXError(.EPIPE)` or `(.ECONNRESET)` when the peer is gone (never `SIGPIPE`).
   public func write(_ bytes: [UInt8], timeout: Double? = nil) throws {
-    try bytes.withUnsafeBytes {
-      try send($0, timeout: timeout, call: "CoTCPStream.write(_:timeout:)")
-    }
+    let call: StaticString = "CoTCPStream.write(_:timeout:)"
+    // The array itself, not a copy, is what a simulated connection carries.
+    if let simulated { return try simulated.write(bytes, timeout: timeout, call: call) }
+    try bytes.withUnsafeBytes { try send($0, timeout: timeout, call: call) }
   }
 
   /// Writes all of `bytes`, as ``write(_:timeout:)-([UInt8],_)`` does, from memory you own.
@@ -222,7 +240,9 @@ public final class CoTCPStream: Sendable {
   ///   - bytes: What to send; read only during the call.
   ///   - timeout: As for ``write(_:timeout:)-([UInt8],_)``.
   public func write(_ bytes: UnsafeRawBufferPointer, timeout: Double? = nil) throws {
-    try send(bytes, timeout: timeout, call: "CoTCPStream.write(_:timeout:)")
+    let call: StaticString = "CoTCPStream.write(_:timeout:)"
+    if let simulated { return try simulated.write([UInt8](bytes), timeout: timeout, call: call) }
+    try send(bytes, timeout: timeout, call: call)
   }
 
   private func send(_ bytes: UnsafeRawBufferPointer, timeout: Double?, call: StaticString) throws {
@@ -250,12 +270,14 @@ public final class CoTCPStream: Sendable {
   /// Shuts down the sending side: the peer reads the end of the stream once it has read what
   /// was sent; reading from this side goes on. Does nothing on a closed stream.
   public func shutdownWrite() {
+    if let simulated { return simulated.shutdownWrite() }
     _ = try? descriptor.use { Glibc.shutdown($0, Int32(SHUT_WR)) }
   }
 
   /// Closes the stream: waits on it end with `POSIXError(.EBADF)`, later calls throw it, and
   /// the socket is closed as soon as no call is using it. Calling it again does nothing.
   public func close() {
+    if let simulated { return simulated.close() }
     descriptor.close()
   }
 }

@@ -1,0 +1,211 @@
+import Foundation
+
+/// A simulated TCP connection: two sides (0 connected, 1 accepted), each on its host, and a
+/// link each way. All of it is used under the world's lock.
+final class SimulatedConnection: @unchecked Sendable {  // used under the world's lock
+  let world: SimulatedWorld
+  let hosts: [Int]
+  var ports: [UInt16]
+  /// The hosts' lives the sides belong to.
+  let epochs: [Int]
+  // Unchecked: the world's lock makes every access exclusive.
+  @exclusivity(unchecked) var sides = [Side(), Side()]
+  private(set) var links: [SimulatedLink] = []
+
+  /// Where one side is in its life.
+  enum Phase {
+    /// Not there yet: the accepting side before the attempt arrives.
+    case absent
+    case connecting
+    /// Arrived at the listener, not yet accepted (it takes data already).
+    case waiting
+    case open
+    case refused
+    /// The peer reset the connection.
+    case reset
+    /// Closed by its own program.
+    case closed
+    /// Its host crashed.
+    case vanished
+  }
+
+  struct Side {
+    var phase = Phase.absent
+    var inbound: [UInt8] = []
+    var consumed = 0
+    /// The peer finished its stream: reads end once `inbound` is read.
+    var finished = false
+    /// This side finished its own stream (`shutdownWrite` or `close`).
+    var sentFinish = false
+    var waiters = SimulatedWaiters()
+
+    var isLive: Bool {
+      switch phase {
+      case .connecting, .waiting, .open: true
+      default: false
+      }
+    }
+  }
+
+  init(world: SimulatedWorld, from client: Int, to server: Int, port: UInt16) {
+    self.world = world
+    hosts = [client, server]
+    epochs = [world.hosts[client].epoch, world.hosts[server].epoch]
+    ports = [world.hosts[client].ephemeralPort(), port]
+    links = [
+      SimulatedLink(connection: self, side: 0, from: client, to: server),
+      SimulatedLink(connection: self, side: 1, from: server, to: client),
+    ]
+    sides[0].phase = .connecting
+    world.hosts[client].connections[ObjectIdentifier(self)] = self
+  }
+
+  /// Wakes every coroutine waiting on `side`: each looks again at what changed.
+  func wake(_ side: Int) {
+    sides[side].waiters.resumeAll(.success(()))
+  }
+
+  /// A segment arrived at `side` (from the other side).
+  func receive(_ segment: SimulatedSegment, at side: Int) {
+    if case .connect = segment {
+      arriveAtListener()
+      return
+    }
+    switch sides[side].phase {
+    case .closed:
+      // Nobody reads there: a peer still talking is told so, as TCP answers with a reset.
+      switch segment {
+      case .data, .accept: links[side].send(.reset, lossy: false)
+      default: break
+      }
+      return
+    case .vanished, .absent:
+      return  // a crashed side sent its reset when it vanished
+    case .refused, .reset:
+      return
+    case .connecting, .waiting, .open:
+      break
+    }
+    switch segment {
+    case .accept: sides[side].phase = .open
+    case .refuse:
+      sides[side].phase = .refused
+      forget(side)
+    case .data(let bytes):
+      // Taken as it is when nothing waits to be read: the writer's bytes reach the reader
+      // without a copy.
+      if sides[side].inbound.isEmpty {
+        sides[side].inbound = bytes
+      } else {
+        sides[side].inbound += bytes
+      }
+    case .finish: sides[side].finished = true
+    case .reset:
+      sides[side].phase = .reset
+      sides[side].inbound = []
+      sides[side].consumed = 0
+      forget(side)
+    case .connect: break
+    }
+    wake(side)
+  }
+
+  /// The connection attempt reached the accepting host: a listener takes it, or it is refused.
+  private func arriveAtListener() {
+    let host = world.hosts[hosts[1]]
+    guard sides[1].phase == .absent else { return }
+    guard host.isUp, host.epoch == epochs[1], let listener = host.listeners[ports[1]] else {
+      links[1].send(.refuse)
+      return
+    }
+    sides[1].phase = .waiting
+    host.connections[ObjectIdentifier(self)] = self
+    listener.backlog.append(self)
+    listener.wakeAll()
+    links[1].send(.accept)
+  }
+
+  /// The host of `host` crashed: the sides there vanish, with what they were sending, and a
+  /// peer that knows of the connection is sent a reset.
+  func vanish(on host: Int) {
+    for side in 0..<2 where hosts[side] == host && sides[side].isLive {
+      sides[side].phase = .vanished
+      links[side].drop()
+      if sides[1 - side].phase != .absent { links[side].send(.reset, lossy: false) }
+      // Whoever still waits there is a coroutine of the crashed host that was not cancelled
+      // with its tasks (a detached one): it is cancelled at this wait.
+      sides[side].waiters.resumeAll(.failure(CancellationError()))
+    }
+  }
+
+  /// Takes the connection out of `side`'s host's list once nothing there is open.
+  private func forget(_ side: Int) {
+    let host = hosts[side]
+    if !(0..<2).contains(where: { hosts[$0] == host && sides[$0].isLive }) {
+      world.hosts[host].connections[ObjectIdentifier(self)] = nil
+    }
+  }
+
+  // MARK: The calls of a side (under the world's lock)
+
+  /// What a read finds now: bytes, `[]` at the end, nil if it must wait; throws for a side
+  /// that cannot be read.
+  func read(_ side: Int, upTo maxBytes: Int) throws -> [UInt8]? {
+    try check(side)
+    let available = sides[side].inbound.count - sides[side].consumed
+    if available == 0 { return sides[side].finished ? [] : nil }
+    let start = sides[side].consumed
+    if start == 0 && available <= maxBytes {
+      defer { sides[side].inbound = [] }
+      return sides[side].inbound
+    }
+    let count = min(available, maxBytes)
+    let bytes = Array(sides[side].inbound[start..<start + count])
+    if count == available {
+      sides[side].inbound.removeAll(keepingCapacity: true)
+      sides[side].consumed = 0
+    } else {
+      sides[side].consumed += count
+    }
+    return bytes
+  }
+
+  /// Sends `bytes` from `side`: the simulated send buffer takes everything at once.
+  func write(_ side: Int, _ bytes: [UInt8]) throws {
+    try check(side)
+    if sides[side].sentFinish { throw POSIXError(.EPIPE) }
+    if !bytes.isEmpty { links[side].send(.data(bytes)) }
+  }
+
+  func shutdownWrite(_ side: Int) {
+    guard sides[side].isLive, !sides[side].sentFinish else { return }
+    sides[side].sentFinish = true
+    links[side].send(.finish)
+  }
+
+  func close(_ side: Int) {
+    guard sides[side].phase != .closed else { return }
+    let wasLive = sides[side].isLive
+    if sides[side].phase == .connecting {
+      // Given up before the answer came (a timeout, say): the attempt stops, as a closed
+      // socket stops sending its SYN, so a partition that held it does not deliver it later.
+      links[side].drop()
+    } else if wasLive {
+      shutdownWrite(side)
+    }
+    sides[side].phase = .closed
+    sides[side].inbound = []
+    sides[side].consumed = 0
+    if wasLive { forget(side) }
+    wake(side)
+  }
+
+  /// Throws what a call on `side` throws once it cannot be used.
+  private func check(_ side: Int) throws {
+    switch sides[side].phase {
+    case .closed: throw POSIXError(.EBADF)
+    case .reset, .vanished, .refused: throw POSIXError(.ECONNRESET)
+    default: break
+    }
+  }
+}

@@ -1,0 +1,87 @@
+/// The coroutines waiting on a side or a listener: usually one, so the first is kept apart and
+/// waiting costs no array.
+struct SimulatedWaiters {
+  private var first: CoroutineResumer<Void>?
+  private var others: [CoroutineResumer<Void>] = []
+
+  mutating func append(_ waiter: CoroutineResumer<Void>) {
+    if first == nil { first = waiter } else { others.append(waiter) }
+  }
+
+  mutating func remove(_ waiter: CoroutineResumer<Void>) {
+    if first === waiter {
+      first = others.isEmpty ? nil : others.removeFirst()
+    } else if !others.isEmpty {
+      others.removeAll { $0 === waiter }
+    }
+  }
+
+  /// Ends every wait with `result`; the list is empty afterwards.
+  mutating func resumeAll(_ result: Result<Void, any Error>) {
+    guard let waiter = first else { return }
+    first = nil
+    let others = self.others
+    if !others.isEmpty { self.others = [] }
+    waiter.resume(result)
+    for waiter in others { waiter.resume(result) }
+  }
+}
+
+extension SimulatedWorld {
+  /// The virtual deadline of a call given `timeout` seconds, checked as a real socket's call
+  /// checks it (a negative or NaN timeout stops the program naming `call`).
+  func deadline(_ timeout: Double?, in call: StaticString) -> UInt64? {
+    checkedTimeout(timeout, in: call).map { now &+ nanoseconds($0) }
+  }
+
+  /// Runs `attempt` under the lock until it returns a value, parking the coroutine in between
+  /// until `register`'s waiter is woken (something changed), the virtual `deadline` passes
+  /// (``CoroutineError/timedOut``) or the coroutine is cancelled (`CancellationError`).
+  ///
+  /// `attempt` is tried again under the lock in the same step that registers the waiter, so a
+  /// change cannot slip between the look and the wait.
+  func wait<R>(
+    until deadline: UInt64?,
+    _ attempt: () throws -> R?,
+    register: (CoroutineResumer<Void>) -> Void,
+    unregister: (CoroutineResumer<Void>) -> Void
+  ) throws -> R {
+    if let result = try lock.withLock(attempt) { return result }
+    let coroutine = try Coroutine.requireCurrent()
+    while true {
+      if let deadline, now >= deadline { throw CoroutineError.timedOut }
+      var found: R?
+      var waiter: CoroutineResumer<Void>?
+      var timer: (any CoroutineTimer)?
+      defer {
+        timer?.cancel()
+        if let waiter { lock.withLock { unregister(waiter) } }
+      }
+      try coroutine.suspend { (resumer: CoroutineResumer<Void>) in
+        do {
+          found = try lock.withLock {
+            if let result = try attempt() { return result }
+            register(resumer)
+            return nil
+          }
+        } catch {
+          resumer.resume(.failure(error))
+          return
+        }
+        if found != nil {
+          resumer.resume(.success(()))
+          return
+        }
+        waiter = resumer
+        if let deadline {
+          let now = self.now
+          timer = loop.schedule(after: Double(deadline > now ? deadline - now : 0) / 1e9) {
+            resumer.resume(.failure(CoroutineError.timedOut))
+          }
+        }
+      }
+      if let found { return found }
+      if let result = try lock.withLock(attempt) { return result }
+    }
+  }
+}
