@@ -8,6 +8,7 @@ import Testing
 @Suite struct SimulatedFaultTests {
   @Test func lostSegmentsAreResentAndTheStreamStaysInOrder() throws {
     let net = SimulatedPair(seed: 3)
+    defer { net.finish() }
     net.network.lossRate = 0.5
     net.network.retransmitTimeout = 0.2
     let received = net.server.launch { () throws -> [UInt8] in
@@ -32,6 +33,7 @@ import Testing
     // With a loss rate just below one, the first segments are all but certainly lost; the
     // trace says how often, and each loss costs one retransmit timeout.
     let net = SimulatedPair(seed: 9)
+    defer { net.finish() }
     net.network.latency = .fixed(0.01)
     net.network.retransmitTimeout = 1
     net.network.lossRate = 0.5
@@ -53,6 +55,7 @@ import Testing
 
   @Test func aPartitionHoldsSegmentsUntilRepairedThenTheyArriveInOrder() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     let loop = net.loop
     let received = net.server.launch { () throws -> [String] in
       let listener = try CoTCPListener(port: 7)
@@ -81,6 +84,7 @@ import Testing
 
   @Test func aOneWayPartitionHoldsOnlyItsDirection() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     let loop = net.loop
     let server = net.server.launch { () throws -> [UInt8] in
       let listener = try CoTCPListener(port: 7)
@@ -105,6 +109,7 @@ import Testing
 
   @Test func aPartitionHoldsConnectionAttemptsAndTimeoutsStillApply() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     net.startEchoServer()
     net.network.partition(net.client, net.server)
     let loop = net.loop
@@ -128,6 +133,7 @@ import Testing
 
   @Test func aCrashCancelsTheHostsCoroutinesAndResetsItsPeersOneLatencyLater() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     net.network.latency = .fixed(0.01)
     let loop = net.loop
     var serverDeferRan = false
@@ -161,6 +167,7 @@ import Testing
 
   @Test func aCrashedHostRefusesConnectionsUntilRestartedAndRelaunched() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     net.startEchoServer()
     net.loop.advance(by: 1)
     net.server.crash()
@@ -195,6 +202,7 @@ import Testing
 
   @Test func aCrashCancelsTheChildrenOfTheHostsCoroutines() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     net.startEchoServer()
     let client = net.client.launch { () throws -> Void in
       let stream = try CoTCPStream.connect(host: "server", port: 7)
@@ -214,6 +222,7 @@ import Testing
 extension SimulatedFaultTests {
   @Test func aStreamReleasedWithoutCloseClosesItsSide() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     let server = net.server.launch { () throws -> [UInt8] in
       let listener = try CoTCPListener(port: 7)
       let connection = try listener.accept()
@@ -228,6 +237,7 @@ extension SimulatedFaultTests {
     // Each finished task holds a stream as its value: dropping the last reference to it closes
     // the stream, which takes the network's lock.
     let net = SimulatedPair()
+    defer { net.finish() }
     let accepted = net.server.launch { () throws -> Int in
       let listener = try CoTCPListener(port: 7)
       var count = 0
@@ -256,6 +266,7 @@ extension SimulatedFaultTests {
 extension SimulatedFaultTests {
   @Test func aConnectionAttemptGivenUpDuringAPartitionNeverReachesTheListener() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     let accepted = net.server.launch { () throws -> Int in
       let listener = try CoTCPListener(port: 7)
       _ = try listener.accept(timeout: 20)
@@ -276,6 +287,7 @@ extension SimulatedFaultTests {
 extension SimulatedFaultTests {
   @Test func aCrashCancelsADetachedCoroutineWhereItWaitsOnTheNetwork() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     let deferRan = CoPromise<Void>()
     net.server.launch {
       let listener = try CoTCPListener(port: 7)

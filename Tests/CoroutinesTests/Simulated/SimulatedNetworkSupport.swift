@@ -17,6 +17,14 @@ struct SimulatedPair {
     client = network.addHost("client")
   }
 
+  /// Ends every coroutine of both hosts (a crash cancels them, and their `defer`s run), so that
+  /// none outlives the test: the suite's leak check counts live coroutines at exit.
+  func finish() {
+    server.crash()
+    client.crash()
+    loop.runUntilIdle()
+  }
+
   /// Starts an echo server on `server`'s `port`: each connection in a child coroutine, which
   /// writes back what it reads until the end of the stream.
   @discardableResult

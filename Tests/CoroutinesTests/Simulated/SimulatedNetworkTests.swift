@@ -8,6 +8,7 @@ import Testing
 @Suite struct SimulatedNetworkTests {
   @Test func anEchoServerAndClientRunUnchangedOnSimulatedHosts() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     net.startEchoServer()
     let reply = net.client.launch { () throws -> [UInt8] in
       let stream = try CoTCPStream.connect(host: "server", port: 7)
@@ -21,6 +22,7 @@ import Testing
 
   @Test func hostsHaveLoopbackAddressesInTheOrderTheyWereAdded() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     #expect(net.server.address == "127.77.0.1")
     #expect(net.client.address == "127.77.0.2")
     #expect(net.server.name == "server")
@@ -37,6 +39,7 @@ import Testing
 
   @Test func localhostIsTheHostItself() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     let reply = net.server.launch { () throws -> [UInt8] in
       let listener = try CoTCPListener(host: "0.0.0.0", port: 80)
       let accepted = co_launch { () throws -> CoTCPStream in try listener.accept() }
@@ -51,6 +54,7 @@ import Testing
 
   @Test func connectingTakesOneRoundTripAndEachSegmentOneLatency() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     net.network.latency = .fixed(0.01)
     net.startEchoServer()
     let loop = net.loop
@@ -69,6 +73,7 @@ import Testing
   @Test func aUniformLatencyIsDrawnFromTheSeedWithinItsRange() throws {
     func run(seed: UInt64) throws -> (trace: [String], times: [Double]) {
       let net = SimulatedPair(seed: seed)
+      defer { net.finish() }
       net.network.latency = .uniform(0.01...0.05)
       net.startEchoServer()
       let loop = net.loop
@@ -96,6 +101,7 @@ import Testing
 
   @Test func connectingToAPortWithoutAListenerIsRefusedAfterOneRoundTrip() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     net.network.latency = .fixed(0.05)
     let loop = net.loop
     var refusedAt = -1.0
@@ -110,6 +116,7 @@ import Testing
 
   @Test func anUnknownNameOrAddressIsUnreachableAtOnce() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     for target in ["nowhere", "127.77.0.99"] {
       let task = net.client.launch { _ = try CoTCPStream.connect(host: target, port: 7) }
       net.loop.runUntilIdle()
@@ -120,6 +127,7 @@ import Testing
 
   @Test func aListenerPortIsTakenOnceAndPortZeroPicksOne() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     let ports = net.server.launch { () throws -> [UInt16] in
       let first = try CoTCPListener(port: 0)
       let second = try CoTCPListener(port: 0)
@@ -134,6 +142,7 @@ import Testing
 
   @Test func aReadTimesOutOnTheVirtualClockAndTheStreamStaysUsable() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     let loop = net.loop
     let server = net.server.launch { () throws -> Void in
       let listener = try CoTCPListener(port: 7)
@@ -160,6 +169,7 @@ import Testing
 
   @Test func anAcceptTimesOutOnTheVirtualClock() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     let loop = net.loop
     let task = net.server.launch { () throws -> Double in
       let listener = try CoTCPListener(port: 7)
@@ -172,6 +182,7 @@ import Testing
 
   @Test func closingEndsThePeersStreamAndLaterCallsThrowBadDescriptor() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     net.server.launch {
       let listener = try CoTCPListener(port: 7)
       let connection = try listener.accept()
@@ -191,6 +202,7 @@ import Testing
 
   @Test func aWriteAfterShutdownWriteThrowsBrokenPipeAndThePeerReadsTheEnd() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     net.startEchoServer()
     let task = net.client.launch { () throws -> [UInt8] in
       let stream = try CoTCPStream.connect(host: "server", port: 7)
@@ -207,6 +219,7 @@ import Testing
 
   @Test func readIntoABufferWorksOnTheSimulatedTransport() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     net.startEchoServer()
     let task = net.client.launch { () throws -> [UInt8] in
       let stream = try CoTCPStream.connect(host: "server", port: 7)
@@ -222,6 +235,7 @@ import Testing
   @Test func theSameSeedGivesTheSameTraceAndAnotherSeedAnother() throws {
     func trace(seed: UInt64) -> [String] {
       let net = SimulatedPair(seed: seed)
+      defer { net.finish() }
       net.network.lossRate = 0.3
       net.network.latency = .uniform(0.001...0.01)
       net.startEchoServer()
@@ -247,6 +261,7 @@ import Testing
 
   @Test func aSegmentOnItsWayIsAPendingTimerOfTheLoop() throws {
     let net = SimulatedPair()
+    defer { net.finish() }
     net.startEchoServer()
     let reply = net.client.launch { () throws -> [UInt8] in
       let stream = try CoTCPStream.connect(host: "server", port: 7)

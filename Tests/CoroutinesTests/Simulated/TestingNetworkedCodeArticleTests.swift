@@ -21,6 +21,9 @@ import Testing
     let healed = client.launch { try askEcho("ping", host: "server", timeout: 5) }
     loop.advance(by: 1)
     #expect(try healed.result?.get() == "ping")
+    // The test ends what it started: the crash cancels the server's coroutines.
+    server.crash()
+    loop.runUntilIdle()
   }
 
   @Test func aClientSeesTheResetOfACrashedServerAndRetriesAfterTheRestart() throws {
@@ -44,6 +47,9 @@ import Testing
     let again = client.launch { try askEcho("back", host: "server") }
     loop.advance(by: 1)
     #expect(try again.result?.get() == "back")
+    // The test ends what it started: the crash cancels the server's coroutines.
+    server.crash()
+    loop.runUntilIdle()
   }
 }
 
