@@ -36,7 +36,7 @@ import Testing
     do {
       try loop.checkForDeadlock()
     } catch {
-      print(error)  // deadlock: 1 coroutine of CoroutineTestLoop(…) wait, … "server" [channel receive, 0.0 s]:
+      print(error)  // … "server" [channel receive, 0.0 s]: and its frames
     }
     requests.close()
     loop.runUntilIdle()
