@@ -29,9 +29,9 @@
 
 // libunwind's x86_64 ABI, declared here rather than taken from its development headers (which a
 // machine running a program need not have): a cursor is 127 words, a register number is an int,
-// UNW_REG_IP is RIP's number, 16.
+// UNW_REG_IP is RIP's number, 16, UNW_REG_SP is RSP's, 7, and UNW_CACHE_PER_THREAD is 2.
 typedef struct { uint64_t opaque[127]; } cu_unw_cursor;
-enum { cu_unw_reg_ip = 16 };
+enum { cu_unw_reg_sp = 7, cu_unw_reg_ip = 16, cu_unw_cache_per_thread = 2 };
 
 static struct {
   int (*init_local)(cu_unw_cursor *, ucontext_t *);
@@ -57,6 +57,13 @@ static void load_unwinder(void) {
       RTLD_DEFAULT, "swift_demangle");
   unwinder.loaded = unwinder.init_local && unwinder.step && unwinder.get_reg &&
                     unwinder.get_proc_name;
+  // Each thread keeps its own cache of parsed frame descriptions. With the default, one cache
+  // for the process, every step blocks all signals around its lock (two sigprocmask system
+  // calls per frame), which made unwinding a hundred thousand coroutines take seconds.
+  void **local_space = (void **)dlsym(library, "_ULx86_64_local_addr_space");
+  int (*set_caching)(void *, int) = (int (*)(void *, int))dlsym(
+      library, "_ULx86_64_set_caching_policy");
+  if (local_space != NULL && set_caching != NULL) set_caching(*local_space, cu_unw_cache_per_thread);
 }
 
 int cu_backtrace_available(void) {
@@ -68,7 +75,7 @@ int cu_backtrace_available(void) {
 #endif
 }
 
-long cu_fiber_backtrace(const cu_fiber *fiber, uintptr_t *pcs, long capacity) {
+long cu_fiber_backtrace(const cu_fiber *fiber, uintptr_t *pcs, uintptr_t *sps, long capacity) {
   if (!cu_backtrace_available() || fiber->shared != NULL) return -1;
   // A copy: libunwind may write into the context it starts from.
   ucontext_t context = *fiber->self_context;
@@ -76,12 +83,23 @@ long cu_fiber_backtrace(const cu_fiber *fiber, uintptr_t *pcs, long capacity) {
   if (unwinder.init_local(&cursor, &context) != 0) return -1;
   long count = 0;
   while (count < capacity) {
-    uint64_t pc = 0;
+    uint64_t pc = 0, sp = 0;
     if (unwinder.get_reg(&cursor, cu_unw_reg_ip, &pc) != 0 || pc == 0) break;
-    pcs[count++] = (uintptr_t)pc;
+    if (unwinder.get_reg(&cursor, cu_unw_reg_sp, &sp) != 0) break;
+    pcs[count] = (uintptr_t)pc;
+    sps[count] = (uintptr_t)sp;
+    count++;
     if (unwinder.step(&cursor) <= 0) break;
   }
   return count;
+}
+
+uintptr_t cu_fiber_saved_pc(const cu_fiber *fiber) {
+  return (uintptr_t)fiber->self_context->uc_mcontext.gregs[REG_RIP];
+}
+
+uintptr_t cu_fiber_saved_sp(const cu_fiber *fiber) {
+  return (uintptr_t)fiber->self_context->uc_mcontext.gregs[REG_RSP];
 }
 
 long cu_symbol_name(uintptr_t pc, char *buffer, size_t size) {

@@ -11,6 +11,12 @@ func parkHereToBeFoundInTheBacktrace(_ promise: CoPromise<Int>) throws -> Int {
   try co_await(promise)
 }
 
+/// Parks through one more call than `parkHereToBeFoundInTheBacktrace` does.
+@inline(never)
+func parkOneCallDeeper(_ promise: CoPromise<Int>) throws -> Int {
+  try parkHereToBeFoundInTheBacktrace(promise) + 0
+}
+
 /// Parks on `channel` from a frame of its own, for the deadlock report's frames.
 @inline(never)
 func receiveHereToBeFoundInTheDeadlock(_ channel: CoChannel<Int>) throws -> Int {
@@ -35,6 +41,32 @@ func receiveHereToBeFoundInTheDeadlock(_ channel: CoChannel<Int>) throws -> Int 
     promise.fulfill(1)
     loop.runUntilIdle()
     #expect(try task.result?.get() == 1)
+  }
+
+  @Test func coroutinesParkedAtOnePlaceThroughOtherCallsKeepTheirOwnFrames() throws {
+    let loop = CoroutineTestLoop()
+    let promise = CoPromise<Int>()
+    var tasks: [CoTask<Int>] = []
+    for index in 0..<6 {
+      tasks.append(
+        co_launch(on: loop, name: "place \(index)") {
+          index % 2 == 0
+            ? try parkHereToBeFoundInTheBacktrace(promise)
+            : try parkOneCallDeeper(promise)
+        })
+    }
+    loop.runUntilIdle()
+    let parked = loop.parkedCoroutines
+    #expect(parked.count == 6)
+    for coroutine in parked {
+      let index = Int(coroutine.name!.split(separator: " ").last!)!
+      let deeper = coroutine.backtrace.contains { $0.contains("parkOneCallDeeper") }
+      #expect(deeper == (index % 2 == 1), "\(coroutine.backtrace)")
+      #expect(coroutine.backtrace.first { $0.contains("parkHereToBeFound") } != nil)
+    }
+    promise.fulfill(5)
+    loop.runUntilIdle()
+    for task in tasks { #expect(try task.result?.get() == 5) }
   }
 
   @Test func aCoroutineParkedOnALoopIsUnwoundToo() throws {

@@ -23,6 +23,7 @@ enum Child {
         try CoroutineFigures.loopRoundTrip(Counts.loop(CoroutineBackend.current)), bareHere(),
       ]
     case "spawn": numbers = [try CoroutineFigures.spawnAndComplete(Counts.spawn)]
+    case "dump": numbers = try CoroutineFigures.dumpOfParked(100_000)
     case "promise":
       numbers = [try CoroutineFigures.promiseAcrossThreads(Counts.crossThread, mailbox: Mailbox())]
     case "delay0":

@@ -122,10 +122,16 @@ size_t cu_page_size(void);
 int cu_backtrace_available(void);
 
 /// Unwinds a suspended fiber with a stack of its own from the registers its switch saved: writes
-/// up to `capacity` return addresses, innermost first, into `pcs` and returns how many, or -1
-/// when it cannot (no unwinder, or a fiber on a shared stack). The fiber must stay suspended
-/// meanwhile.
-long cu_fiber_backtrace(const cu_fiber *_Nonnull fiber, uintptr_t *_Nonnull pcs, long capacity);
+/// up to `capacity` frames, innermost first, each as its return address into `pcs` and its stack
+/// pointer into `sps` (so each return address after the first lies just below its frame's stack
+/// pointer), and returns how many, or -1 when it cannot (no unwinder, or a fiber on a shared
+/// stack). The fiber must stay suspended meanwhile.
+long cu_fiber_backtrace(const cu_fiber *_Nonnull fiber, uintptr_t *_Nonnull pcs,
+                        uintptr_t *_Nonnull sps, long capacity);
+
+/// The resume address and stack pointer that a suspended fiber's switch saved.
+uintptr_t cu_fiber_saved_pc(const cu_fiber *_Nonnull fiber);
+uintptr_t cu_fiber_saved_sp(const cu_fiber *_Nonnull fiber);
 
 /// Writes the name of the function containing `pc` (demangled when it is a Swift name) into
 /// `buffer`, and returns `pc`'s offset in it, or -1 when no symbol covers it.

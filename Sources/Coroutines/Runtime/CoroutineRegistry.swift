@@ -193,6 +193,7 @@ enum CoroutineRegistry {
     var fibers: [UInt] = []
     var returnAddresses: [Int: [UInt]] = [:]
     var testLoops: [Int: Unmanaged<CoroutineTestLoop>] = [:]
+    var memo = CoroutineBacktraces.Memo()
     for index in 0..<shardCount {
       shards[index].table.withLock { slots in
         for index in 0..<slots.count where Slots.isCoroutine(slots[index]) {
@@ -206,7 +207,8 @@ enum CoroutineRegistry {
               testLoops[result.count] = Unmanaged.passRetained(testLoop)
             }
             if backtraces, snapshot.isParked, fiber != 0,
-              let frames = CoroutineBacktraces.returnAddresses(of: coroutine, on: fiber)
+              let frames = CoroutineBacktraces.returnAddresses(
+                of: coroutine, on: fiber, memo: &memo)
             {
               returnAddresses[result.count] = frames
             }
