@@ -42,7 +42,8 @@ public func co_await<T>(_ future: CoFuture<T>) throws -> T {
 /// Wraps a completion-handler API whose callback takes a `Result`: calls `start` with a callback
 /// and suspends the coroutine until the callback is called. The callback is `@Sendable`: call
 /// it from any thread. A callback called again is ignored; a callback dropped without being
-/// called unwinds the coroutine with `CancellationError`.
+/// called unwinds the coroutine with `CancellationError`, and is reported first, as a bug,
+/// through the coroutine's unhandled-error handler (``CoroutineWaitAbandoned``).
 ///
 /// ```swift
 /// let data: Data = try co_await { done in
@@ -68,7 +69,8 @@ public func co_await<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> 
 /// until the callback is called. An error, when there is one, wins over a value; neither a value
 /// nor an error throws ``CoroutineError/neitherValueNorError``. The callback is `@Sendable`:
 /// call it from any thread. A callback called again is ignored; a callback dropped without
-/// being called unwinds the coroutine with `CancellationError`.
+/// being called unwinds the coroutine with `CancellationError`, and is reported first, as a
+/// bug, through the coroutine's unhandled-error handler (``CoroutineWaitAbandoned``).
 ///
 /// ```swift
 /// let data: Data = try co_await { done in
