@@ -61,7 +61,9 @@ extension CoroutineLoop {
       if moreDue || !localJobs.isEmpty || ready?.isEmpty == false || watchedNeedsAttention {
         if poller.waiterCount > 0 {
           pollWhileBusy(afterRunning: ran)
-        } else if timers.isEmpty {
+        } else {
+          // With timers pending the turn read the clock already; counting regardless costs
+          // less than asking.
           jobsSinceClockReading &+= ran
           if jobsSinceClockReading >= Self.jobsBetweenClockReadings { readClock() }
         }
