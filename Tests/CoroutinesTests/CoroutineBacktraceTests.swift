@@ -151,6 +151,27 @@ func receiveHereToBeFoundInTheDeadlock(_ channel: CoChannel<Int>) throws -> Int 
     #expect(try waiter.result?.get() == 5)
   }
 
+  @Test func aCoroutineParkedWhileVisitingAQueueIsNotADeadlock() throws {
+    let tag = "visitor-\(UUID().uuidString)"
+    let loop = CoroutineTestLoop()
+    let queue = DispatchQueue(label: "visited")
+    let never = CoPromise<Int>()
+    let task = co_launch(on: loop, name: tag) {
+      try co_await(on: queue) { try co_await(never) }
+    }
+    loop.runUntilIdle()
+    let parkedThere = PlainThreads.poll {
+      CoroutineRegistry.snapshots().first { $0.name == tag }?.isParked == true
+    }
+    #expect(parkedThere)
+    try loop.checkForDeadlock()  // the queue's side may still answer
+    #expect(loop.parkedCoroutines.isEmpty)
+    never.fulfill(6)
+    #expect(PlainThreads.poll { loop.readyJobs > 0 })  // back home
+    loop.runUntilIdle()
+    #expect(try task.result?.get() == 6)
+  }
+
   @Test func aWaitForACallbackIsNotADeadlock() throws {
     let loop = CoroutineTestLoop()
     let kept = Mutex<(@Sendable (Result<Int, any Error>) -> Void)?>(nil)

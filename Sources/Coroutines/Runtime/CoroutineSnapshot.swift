@@ -49,8 +49,6 @@ public struct CoroutineSnapshot: Sendable, CustomStringConvertible {
   let parkedAt: UInt64
   /// The address of the scheduler it belongs to, to pick a loop's coroutines out.
   let homeAddress: UInt
-  /// True while it runs on another scheduler than its own (`co_await(on:)`).
-  let isAway: Bool
 
   init(_ coroutine: Coroutine, identity: UInt) {
     let state = coroutine.currentState
@@ -63,7 +61,6 @@ public struct CoroutineSnapshot: Sendable, CustomStringConvertible {
     self.parkedAt = coroutine.registryEntry.parkedAt.load(ordering: .relaxed)
     self.number = coroutine.registryEntry.slot.load(ordering: .relaxed)
     self.homeAddress = UInt(bitPattern: coroutine.homeAddress)
-    self.isAway = coroutine.away != nil
     self.isCancelled = coroutine.isCancelled
     self.scheduler = describe(coroutine.home)
     self.stackSize = coroutine.stackSize

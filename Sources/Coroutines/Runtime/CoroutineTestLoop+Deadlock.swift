@@ -5,7 +5,7 @@ extension CoroutineTestLoop {
   public var parkedCoroutines: [CoroutineSnapshot] {
     let address = UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())
     return CoroutineRegistry.snapshots(backtraces: true)
-      .filter { $0.homeAddress == address && $0.isParked && !$0.isAway }
+      .filter { $0.homeAddress == address && $0.isParked && $0.parkedOnItsTestLoop }
       .sorted { $0.number < $1.number }
   }
 
@@ -33,7 +33,9 @@ extension CoroutineTestLoop {
     let address = UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())
     let mine = CoroutineRegistry.snapshots(backtraces: true).filter { $0.homeAddress == address }
     guard !mine.isEmpty,
-      mine.allSatisfy({ $0.isParked && !$0.isAway && !$0.reason.isAnsweredOutside }),
+      mine.allSatisfy({
+        $0.isParked && $0.parkedOnItsTestLoop && !$0.reason.isAnsweredOutside
+      }),
       readyJobs == 0, pendingTimers == 0
     else { return }
     throw CoroutineDeadlock(coroutines: mine.sorted { $0.number < $1.number }, loop: description)
@@ -62,4 +64,12 @@ public struct CoroutineDeadlock: Error, CustomStringConvertible {
     }
     return text
   }
+}
+
+extension CoroutineSnapshot {
+  /// True when the coroutine parked on its own test loop, not while visiting another scheduler
+  /// (`co_await(on:)`): only such a park is stamped with the loop's virtual clock (see
+  /// `Coroutine.noteParkOffLoop`). Read from the record, not from the coroutine's scheduler,
+  /// which only the coroutine's own thread may read.
+  var parkedOnItsTestLoop: Bool { reason.isOnVirtualClock }
 }
