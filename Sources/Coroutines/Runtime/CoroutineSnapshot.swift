@@ -25,7 +25,9 @@ public struct CoroutineSnapshot: Sendable, CustomStringConvertible {
   public var waitReason: String? { isParked ? reason.words : nil }
   /// Seconds the coroutine has been parked, on its scheduler's clock: virtual seconds on a
   /// ``CoroutineTestLoop``; on a ``CoroutineLoop``, from the loop's latest clock reading when
-  /// it parked, so to within about a millisecond. `nil` unless parked.
+  /// it parked, which is at most a few hundred jobs old (a fraction of a millisecond when they
+  /// are quick); elsewhere, from the coarse monotonic clock (a few milliseconds). `nil` unless
+  /// parked.
   public internal(set) var waitingFor: Double?
   /// The frames of a parked coroutine's own stack, innermost first, each a function's name
   /// (demangled for Swift) and the return address's offset in it, e.g.
