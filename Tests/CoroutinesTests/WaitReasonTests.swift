@@ -14,6 +14,11 @@ import Testing
     let callback = Mutex<(@Sendable (Result<Int, any Error>) -> Void)?>(nil)
   }
 
+  /// A continuation kept for the test to resume.
+  final class KeptContinuation: Sendable {
+    let continuation = Mutex<CheckedContinuation<Int, Never>?>(nil)
+  }
+
   @Test func everyWayToParkNamesItselfInTheSnapshot() throws {
     let loop = CoroutineTestLoop()
     let never = CoPromise<Int>()
@@ -102,6 +107,26 @@ import Testing
     values.cancel()
     loop.runUntilIdle()
     #expect(loop.liveCoroutines == 0)
+  }
+
+  @Test func aWaitForASwiftTaskSaysSo() throws {
+    let loop = CoroutineTestLoop()
+    let kept = KeptContinuation()
+    let task = co_launch(on: loop, name: "bridges") {
+      try co_await(async: {
+        await withCheckedContinuation { continuation in
+          kept.continuation.withLock { $0 = continuation }
+        }
+      })
+    }
+    loop.runUntilIdle()
+    #expect(PlainThreads.poll { kept.continuation.withLock { $0 != nil } })
+    #expect(loop.parkedCoroutines.first?.waitReason == "Swift task")
+    try loop.checkForDeadlock()  // the task may still answer
+    kept.continuation.withLock { $0?.resume(returning: 8) }
+    #expect(PlainThreads.poll { loop.readyJobs > 0 })
+    loop.runUntilIdle()
+    #expect(try task.result?.get() == 8)
   }
 
   @Test func aSnapshotOfACoroutineThatIsNotParkedHasNoReasonAndNoFrames() throws {
