@@ -13,7 +13,7 @@ import Testing
       promise.whenComplete { log.append("before \((try? $0.get()) ?? -1)") }
       let waiter = co_launch { () throws -> Int in
         let coroutine = try Coroutine.requireCurrent()
-        let value: Int = try coroutine.suspend { resumer in
+        let value: Int = try coroutine.suspend(for: .callback) { resumer in
           promise.whenComplete(resuming: resumer)
         }
         log.append("resumed \(value)")
@@ -38,7 +38,9 @@ import Testing
       let promise = CoPromise<Int>()
       promise.fulfill(3)
       let coroutine = try Coroutine.requireCurrent()
-      return try coroutine.suspend { resumer in promise.whenComplete(resuming: resumer) }
+      return try coroutine.suspend(for: .callback) { resumer in
+        promise.whenComplete(resuming: resumer)
+      }
     }
     #expect(value == 3)
   }
@@ -50,7 +52,9 @@ import Testing
       DispatchQueue.global().async { promise.reject(Refused()) }
       let coroutine = try Coroutine.requireCurrent()
       #expect(throws: Refused.self) {
-        let _: Int = try coroutine.suspend { resumer in promise.whenComplete(resuming: resumer) }
+        let _: Int = try coroutine.suspend(for: .callback) { resumer in
+          promise.whenComplete(resuming: resumer)
+        }
       }
     }
   }

@@ -90,6 +90,44 @@ import Testing
     loop.advance(by: 1)
     #expect(try task.result?.get() == "done")
   }
+
+  @Test func everyItemIsConsumed() throws {
+    let loop = CoroutineTestLoop()
+    let items = CoChannel<Int>(capacity: 10)
+    let consumer = co_launch(on: loop, name: "consumer") { () throws -> Int in
+      var total = 0
+      for item in items { total += item }
+      return total
+    }
+    co_launch(on: loop, name: "producer") {
+      for item in 1...3 { try items.send(item) }
+      items.close()  // forgotten, the consumer would wait for ever: the check would throw
+    }
+    loop.runUntilIdle()
+    #expect(try consumer.result?.get() == 6)
+    try loop.checkForDeadlock()
+  }
+
+  @Test func aForgottenCloseMakesTheCheckThrow() throws {
+    let loop = CoroutineTestLoop()
+    let items = CoChannel<Int>(capacity: 10)
+    let consumer = co_launch(on: loop, name: "consumer") { () throws -> Int in
+      var total = 0
+      for item in items { total += item }
+      return total
+    }
+    co_launch(on: loop, name: "producer") {
+      for item in 1...3 { try items.send(item) }
+    }
+    loop.runUntilIdle()
+    let deadlock = try #require(throws: CoroutineDeadlock.self) { try loop.checkForDeadlock() }
+    #expect(deadlock.description.contains("\"consumer\" [channel receive, 0.0 s]:"))
+    #expect(deadlock.description.contains("everyItemIsConsumed") == false)
+    #expect(deadlock.description.contains("aForgottenCloseMakesTheCheckThrow"))
+    items.close()
+    loop.runUntilIdle()
+    #expect(try consumer.result?.get() == 6)
+  }
 }
 
 /// Waits for `reply`, or fails with `CoroutineError.timedOut` after `seconds`.

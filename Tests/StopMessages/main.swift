@@ -98,7 +98,22 @@ let misuses: [String: () throws -> Void] = [
     try CoroutineLoop.run { try co_await(started) }
     group.shutdown()
   },
+  // Not a check of the library's but of its diagnostics in an optimised build: a deadlock
+  // report names the parked coroutine's functions, read from the binary's symbol table.
+  "deadlockNamesItsFrames": {
+    let loop = CoroutineTestLoop()
+    let channel = CoChannel<Int>()
+    co_launch(on: loop, name: "stuck") { _ = try receiveWhereABacktraceFindsIt(channel) }
+    loop.runUntilIdle()
+    do { try loop.checkForDeadlock() } catch { fatalError("\(error)") }
+  },
 ]
+
+/// Parks from a frame of its own, which a backtrace of the release build must name.
+@inline(never)
+func receiveWhereABacktraceFindsIt(_ channel: CoChannel<Int>) throws -> Int {
+  try channel.receive()
+}
 
 /// A loop of a group that was shut down and released.
 func loopOfAReleasedGroup() -> CoroutineLoop {

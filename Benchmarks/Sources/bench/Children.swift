@@ -24,6 +24,7 @@ enum Child {
       ]
     case "spawn": numbers = [try CoroutineFigures.spawnAndComplete(Counts.spawn)]
     case "burst": numbers = [try CoroutineFigures.launchBurst(Counts.spawn)]
+    case "dump": numbers = try CoroutineFigures.dumpOfParked(100_000)
     case "promise":
       numbers = [try CoroutineFigures.promiseAcrossThreads(Counts.crossThread, mailbox: Mailbox())]
     case "delay0":

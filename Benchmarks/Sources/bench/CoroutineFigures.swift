@@ -149,6 +149,39 @@ enum CoroutineFigures {
     let count = Atomic<Int>(0)
   }
 
+  /// Seconds to list `count` parked coroutines (no frames), then to make
+  /// `CoroutineDiagnostics.dump()` of them (frames and all), and the dump's size in bytes: the
+  /// coroutines wait for one promise from a few nested functions, as a server's would.
+  static func dumpOfParked(_ count: Int) throws -> [Double] {
+    try CoroutineLoop.run {
+      let gate = CoPromise<Void>()
+      for index in 0..<count {
+        co_launch(name: "parked \(index)") { try parkNested(depth: index % 4, on: gate) }
+      }
+      try co_delay(0)  // every one has parked
+      let clock = ContinuousClock()
+      var started = clock.now
+      let listed = CoroutineDiagnostics.liveCoroutines().count  // with frames
+      let listing = clock.now - started
+      started = clock.now
+      let dump = CoroutineDiagnostics.dump()
+      let dumping = clock.now - started
+      precondition(listed > count)
+      gate.fulfill(())
+      return [seconds(listing), seconds(dumping), Double(dump.utf8.count)]
+    }
+  }
+
+  private static func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+  }
+
+  @inline(never)
+  private static func parkNested(depth: Int, on gate: CoPromise<Void>) throws {
+    if depth == 0 { return try co_await(gate) }
+    try parkNested(depth: depth - 1, on: gate)
+  }
+
   /// A coroutine awaiting a promise that another thread fulfills, one after another.
   static func promiseAcrossThreads(_ count: Int, mailbox: Mailbox) throws -> Double {
     try CoroutineLoop.run {

@@ -117,6 +117,26 @@ size_t cu_fiber_stack_size(const cu_fiber *_Nonnull fiber);
 /// The system page size.
 size_t cu_page_size(void);
 
+/// 1 when backtraces of suspended fibers can be taken here (libunwind found, x86_64), else 0.
+/// The first call loads libunwind; nothing does before.
+int cu_backtrace_available(void);
+
+/// Unwinds a suspended fiber with a stack of its own from the registers its switch saved: writes
+/// up to `capacity` frames, innermost first, each as its return address into `pcs` and its stack
+/// pointer into `sps` (so each return address after the first lies just below its frame's stack
+/// pointer), and returns how many, or -1 when it cannot (no unwinder, or a fiber on a shared
+/// stack). The fiber must stay suspended meanwhile.
+long cu_fiber_backtrace(const cu_fiber *_Nonnull fiber, uintptr_t *_Nonnull pcs,
+                        uintptr_t *_Nonnull sps, long capacity);
+
+/// The resume address and stack pointer that a suspended fiber's switch saved.
+uintptr_t cu_fiber_saved_pc(const cu_fiber *_Nonnull fiber);
+uintptr_t cu_fiber_saved_sp(const cu_fiber *_Nonnull fiber);
+
+/// Writes the name of the function containing `pc` (demangled when it is a Swift name) into
+/// `buffer`, and returns `pc`'s offset in it, or -1 when no symbol covers it.
+long cu_symbol_name(uintptr_t pc, char *_Nonnull buffer, size_t size);
+
 /// The switch every fiber uses, chosen when the program loads (COROUTINES_BACKEND): 0 for glibc
 /// swapcontext, 1 for the register-only switch (x86_64 only).
 int cu_backend(void);

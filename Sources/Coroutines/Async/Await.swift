@@ -6,7 +6,7 @@ extension Coroutine {
   /// resumer between them (see `CoFuture.Observer.waiter`).
   @inlinable @inline(__always)
   func suspend<T>(awaiting future: CoFuture<T>) throws -> T {
-    let delivered = try waitForDelivery { generation, slot in
+    let delivered = try waitForDelivery(for: .future) { generation, slot in
       future.whenComplete(waking: self, generation: generation, into: slot)
     }
     guard let delivered else { throw CancellationError() }
@@ -42,7 +42,8 @@ public func co_await<T>(_ future: CoFuture<T>) throws -> T {
 /// Wraps a completion-handler API whose callback takes a `Result`: calls `start` with a callback
 /// and suspends the coroutine until the callback is called. The callback is `@Sendable`: call
 /// it from any thread. A callback called again is ignored; a callback dropped without being
-/// called unwinds the coroutine with `CancellationError`.
+/// called unwinds the coroutine with `CancellationError`, and is reported first, as a bug,
+/// through the coroutine's unhandled-error handler (``CoroutineWaitAbandoned``).
 ///
 /// ```swift
 /// let data: Data = try co_await { done in
@@ -59,7 +60,7 @@ public func co_await<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> 
   // Unretained: whoever resumed the coroutine holds it while it runs, and its resumer while it
   // waits; a strong reference here cost a retain and a release per await.
   try Coroutine.requireCurrentUnretained()._withUnsafeGuaranteedRef { coroutine in
-    try coroutine.suspend { resumer in start { resumer.resume($0) } }
+    try coroutine.suspend(for: .callback) { resumer in start { resumer.resume($0) } }
   }
 }
 
@@ -68,7 +69,8 @@ public func co_await<T>(_ start: (@escaping @Sendable (Result<T, any Error>) -> 
 /// until the callback is called. An error, when there is one, wins over a value; neither a value
 /// nor an error throws ``CoroutineError/neitherValueNorError``. The callback is `@Sendable`:
 /// call it from any thread. A callback called again is ignored; a callback dropped without
-/// being called unwinds the coroutine with `CancellationError`.
+/// being called unwinds the coroutine with `CancellationError`, and is reported first, as a
+/// bug, through the coroutine's unhandled-error handler (``CoroutineWaitAbandoned``).
 ///
 /// ```swift
 /// let data: Data = try co_await { done in
@@ -88,7 +90,7 @@ public func co_await<T>(_ start: (@escaping @Sendable (T?, (any Error)?) -> Void
   // `Result` form is chosen, as before this form existed, rather than an ambiguity error.
   // Unretained, as in the `Result` form above.
   try Coroutine.requireCurrentUnretained()._withUnsafeGuaranteedRef { coroutine in
-    try coroutine.suspend { resumer in
+    try coroutine.suspend(for: .callback) { resumer in
       start { value, error in
         if let error {
           resumer.resume(.failure(error))
@@ -208,7 +210,7 @@ func delayOnClock(_ seconds: Double) throws {
   let coroutine = running.takeUnretainedValue()
   var timer: (any CoroutineTimer)?
   defer { timer?.cancel() }
-  let _: Void = try coroutine.suspend { resumer in
+  let _: Void = try coroutine.suspend(for: .delay) { resumer in
     timer = coroutine.scheduler.schedule(after: seconds) { resumer.resume(.success(())) }
   }
 }

@@ -20,7 +20,7 @@ public func co_await<T>(_ future: CoFuture<T>, timeout seconds: Double) throws -
   var timer: (any CoroutineTimer)?
   defer { timer?.cancel() }
   do {
-    return try coroutine.suspend { (resumer: CoroutineResumer<T>) in
+    return try coroutine.suspend(for: .future) { (resumer: CoroutineResumer<T>) in
       timer = coroutine.scheduler.schedule(after: seconds) {
         resumer.resume(.failure(CoroutineError.timedOut))
       }

@@ -29,7 +29,7 @@ public func co_await<T: Sendable>(
   nonisolated(unsafe) let owned = operation
   var task: Task<Void, Never>?
   defer { task?.cancel() }
-  return try coroutine.suspend { (resumer: CoroutineResumer<T>) in
+  return try coroutine.suspend(for: .swiftTask) { (resumer: CoroutineResumer<T>) in
     task = Task(priority: priority) {
       do {
         resumer.resume(.success(try await owned()))

@@ -279,6 +279,11 @@ extension CoTask: TaskNode {
   /// The coroutine could not start (cancelled before, or no stack): it never runs, so the body
   /// and the outcome are this call's to touch. Unspecialised, like every `TaskNode` call.
   @usableFromInline
+  func reportUnhandled(_ error: any Error) {
+    CoUnhandledErrors.report(name: name, error: error, to: unhandledErrorHandler)
+  }
+
+  @usableFromInline
   func failedToStart(_ error: CoroutineError) {
     body = nil
     storeOutcome(.failure(error))

@@ -145,7 +145,9 @@ extension CoroutineLoop {
       if let registered { poller.forget(fd, registered) }
       if let recorded { owner?.endWait(recorded) }
     }
-    return try coroutine.suspend { (resumer: CoroutineResumer<CoIOEvents>) in
+    let reason: CoroutineWaitReason =
+      events.contains(.readable) ? .readable(fd) : .writable(fd)
+    return try coroutine.suspend(for: reason) { (resumer: CoroutineResumer<CoIOEvents>) in
       var registration: UInt64 = 0
       if let owner {
         switch owner.beginWait(in: self, resumer) {

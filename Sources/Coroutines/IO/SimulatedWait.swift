@@ -57,7 +57,7 @@ extension SimulatedWorld {
         timer?.cancel()
         if let waiter { lock.withLock { unregister(waiter) } }
       }
-      try coroutine.suspend { (resumer: CoroutineResumer<Void>) in
+      try coroutine.suspend(for: .simulatedNetwork) { (resumer: CoroutineResumer<Void>) in
         do {
           found = try lock.withLock {
             if let result = try attempt() { return result }

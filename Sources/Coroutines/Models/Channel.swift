@@ -74,6 +74,12 @@ public final class CoChannel<T>: Sequence, @unchecked Sendable {  // `storage` s
     try storage.receive()
   }
 
+  /// `receive()` for a wait that a dump names `reason` (an actor's mailbox).
+  @inlinable @inline(__always)
+  func receive(for reason: CoroutineWaitReason) throws -> T {
+    try storage.receive(for: reason)
+  }
+
   /// Sends `value` if that needs no waiting: a receiver waits, or the buffer has room. Returns
   /// false (and keeps nothing) when the channel is full or closed. Works outside coroutines.
   @discardableResult

@@ -44,7 +44,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     case .full:
       break
     }
-    let generation = coroutine.armWait()
+    let generation = coroutine.armWait(.channelSend)
     var waiter = SendWaiter(coroutine: coroutine, generation: generation, value: value)
     if coroutine.usesSharedStack {
       let onHeap = SendWaiterPointer<T>.allocate(capacity: 1)
@@ -79,7 +79,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
   }
 
   @inlinable @inline(__always)
-  func receive() throws -> T {
+  func receive(for reason: CoroutineWaitReason = .channelReceive) throws -> T {
     unowned(unsafe) let coroutine = try Coroutine.requireCurrentUnretained().takeUnretainedValue()
     if coroutine.isCancelled { throw CancellationError() }
     lock.lock()
@@ -97,7 +97,7 @@ final class ChannelStorage<T>: @unchecked Sendable {  // `state` is only touched
     case .empty:
       break
     }
-    let generation = coroutine.armWait()
+    let generation = coroutine.armWait(reason)
     var waiter = ReceiveWaiter<T>(coroutine: coroutine, generation: generation)
     if coroutine.usesSharedStack {
       let onHeap = ReceiveWaiterPointer<T>.allocate(capacity: 1)

@@ -301,7 +301,7 @@ final class InlineDriver: CoroutineScheduler, @unchecked Sendable {
   @usableFromInline
   func waitForJobs(in consumer: Coroutine) -> Bool {
     do {
-      let _: Void = try consumer.suspend { resumer in
+      let _: Void = try consumer.suspend(for: .generator) { resumer in
         let ready = lock.withLock { () -> Bool in
           if jobs.isEmpty { waiter = resumer }
           return !jobs.isEmpty

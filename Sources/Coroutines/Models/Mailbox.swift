@@ -51,7 +51,7 @@ public final class CoMailbox<Message, Reply>: Sequence, @unchecked Sendable {
   ///   drained; `CancellationError` if the actor's coroutine is cancelled.
   public func receive() throws -> CoMessage<Message, Reply> {
     do {
-      let message = try channel.receive()
+      let message = try channel.receive(for: .actor)
       current = message
       return message
     } catch CoroutineError.channelClosed {

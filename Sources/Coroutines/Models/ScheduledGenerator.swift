@@ -40,7 +40,7 @@ final class ScheduledGenerator<T>: GeneratorEngine, @unchecked Sendable {
     }
     var consumer: GeneratorConsumer<T>?
     do {
-      let _: Void = try coroutine.suspend { resumer in
+      let _: Void = try coroutine.suspend(for: .generator) { resumer in
         let waiting = GeneratorConsumer<T>(resumer: resumer)
         consumer = waiting
         perform(lock.withLock { state.demand(waiting) }, for: waiting)
@@ -115,7 +115,7 @@ final class ScheduledGenerator<T>: GeneratorEngine, @unchecked Sendable {
     for consumer in woken { consumer.wake() }
     switch action {
     case .nothing: break
-    case .stop(let coroutine): coroutine?.cancel()
+    case .stop(let coroutine, let parked): withExtendedLifetime(parked) { coroutine?.cancel() }
     case .neverStarted: completion.fulfill(())
     }
   }
@@ -134,7 +134,7 @@ final class ScheduledGenerator<T>: GeneratorEngine, @unchecked Sendable {
     case .kept:
       break
     }
-    let _: Void = try current.suspend { resumer in
+    let _: Void = try current.suspend(for: .generator) { resumer in
       if !lock.withLock({ state.park(resumer) }) { resumer.resume(.success(())) }
     }
     if lock.withLock({ state.isCancelled }) { throw CancellationError() }

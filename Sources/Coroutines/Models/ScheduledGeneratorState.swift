@@ -136,8 +136,10 @@ struct ScheduledGeneratorState<T>: ~Copyable {
   enum CancelAction {
     case nothing
     /// Cancel the producer's coroutine (nil if its body has not started yet: it then sees
-    /// the cancellation first thing).
-    case stop(Coroutine?)
+    /// the cancellation first thing), then let go of the resumer it waited on for demand, if
+    /// any: cancelled first, its wait ends as cancelled, not as abandoned (which would be
+    /// reported as a bug, see `Coroutine.endWaitUnanswered`).
+    case stop(Coroutine?, parked: CoroutineResumer<Void>?)
     /// It was never launched: the generator is finished now.
     case neverStarted
   }
@@ -151,11 +153,11 @@ struct ScheduledGeneratorState<T>: ~Copyable {
     case .idle:
       producer = .done
       return (.neverStarted, woken)
-    case .parked:
+    case .parked(let resumer):
       producer = .running
-      return (.stop(producerCoroutine), woken)
+      return (.stop(producerCoroutine, parked: resumer), woken)
     case .running:
-      return (.stop(producerCoroutine), woken)
+      return (.stop(producerCoroutine, parked: nil), woken)
     case .done:
       return (.nothing, woken)
     }

@@ -151,7 +151,7 @@ public final class CoSelect<R> {
       return try defaultHandler()
     }
     // Every case's waiter holds the same wait of this coroutine: the first claim wins it.
-    let generation = coroutine!.armWait()
+    let generation = coroutine!.armWait(.select)
     for index in order { cases[index].register(coroutine: coroutine!, generation: generation) }
     for lock in locks.reversed() { lock.unlock() }
     return try wait(coroutine!, generation: generation)

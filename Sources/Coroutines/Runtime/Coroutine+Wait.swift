@@ -7,13 +7,36 @@ extension Coroutine {
   // MARK: Waiting (called on the coroutine's own stack)
 
   /// Arms a new wait and returns its generation; a waker holding it may wake the coroutine once.
+  /// `reason` says what the coroutine waits for; it is recorded with the clock's reading, for
+  /// snapshots (see ``CoroutineSnapshot/waitReason``).
   @usableFromInline
-  func armWait() -> UInt64 {
+  func armWait(_ reason: CoroutineWaitReason) -> UInt64 {
+    if let loop {
+      // The loop's latest reading, not the clock's: reading the clock costs 20 to 150 ns
+      // (more under a hypervisor), several times a park's own price. The loop reads it at
+      // least every few hundred jobs and at every turn with timers or sockets (see
+      // `clockReading`), so a wait's start is known to about a millisecond, as Go's
+      // `waitsince` is known only to its last collection.
+      registryEntry.notePark(reason, at: loop._withUnsafeGuaranteedRef { $0.clockReading })
+    } else {
+      noteParkOffLoop(reason)
+    }
     let generation = (waitWord.load(ordering: .relaxed) >> 1) &+ 1
     // Sequentially consistent, like `cancel()`: of the arm here and the flag there, at least
     // one side sees the other (see `endWaitIfCancelled`).
     waitWord.store(generation << 1 | 1, ordering: .sequentiallyConsistent)
     return generation
+  }
+
+  /// `armWait`'s record for a coroutine that does not resume on a ``CoroutineLoop``: on a test
+  /// loop, its virtual clock; elsewhere (a dispatch queue), the coarse monotonic clock.
+  @inline(never)
+  func noteParkOffLoop(_ reason: CoroutineWaitReason) {
+    if away == nil, let testLoop = home as? CoroutineTestLoop {
+      registryEntry.notePark(reason.onVirtualClock, at: testLoop.clockNanoseconds)
+    } else {
+      registryEntry.notePark(reason, at: coarseMonotonicNanoseconds())
+    }
   }
 
   /// Ends the armed wait with cancellation if `cancel()` ran before it could see the wait.
@@ -79,7 +102,7 @@ extension Coroutine {
     if isCancelled { throw CancellationError() }
     sleepRang = false
     pinned {
-      let generation = armWait()
+      let generation = armWait(.delay)
       loop.addSleep(self, generation: generation, nanoseconds: delay)
       endWaitIfCancelled(generation)
       park()

@@ -46,6 +46,7 @@ extension CoroutineLoop {
       clockStride = 1
     }
     lastClock = now
+    clockReading = now
     if jobsSincePoll >= Self.jobsBetweenPolls || now &- lastPoll >= Self.busyPollInterval {
       lastPoll = now
       pollNow()
@@ -130,6 +131,7 @@ extension CoroutineLoop {
     let awake = monotonicNanoseconds()
     lastPoll = awake
     lastClock = awake
+    clockReading = awake
     clockStride = 1
     nextClockAt = 1
     if remoteWorkMayWait, awake &- asleep <= Self.longestSpin {

@@ -36,6 +36,7 @@ extension CoroutineLoop {
       cu_tls_set_current_loop(previous)
       running.store(false, ordering: .releasing)
     }
+    clockReading = monotonicNanoseconds()
     while true {
       takeRemoteWork()
       // Checked here, not inside: entering the function for nothing cost a frame's worth of
@@ -57,7 +58,14 @@ extension CoroutineLoop {
       }
       if let ready { ran &+= runReadyCoroutines(ready) }
       if moreDue || !localJobs.isEmpty || ready?.isEmpty == false {
-        if poller.waiterCount > 0 { pollWhileBusy(afterRunning: ran) }
+        if poller.waiterCount > 0 {
+          pollWhileBusy(afterRunning: ran)
+        } else {
+          // With timers pending the turn read the clock already; counting regardless costs
+          // less than asking.
+          jobsSinceClockReading &+= ran
+          if jobsSinceClockReading >= Self.jobsBetweenClockReadings { readClock() }
+        }
         continue
       }
       if ready != nil, findGroupWork() { continue }
@@ -91,6 +99,7 @@ extension CoroutineLoop {
   private func fireDueTimers() -> Bool {
     // The sleeps armed since the last reading are dated by this one (see `addSleep`).
     let now = unstampedSleeps.isEmpty ? monotonicNanoseconds() : stampSleeps()
+    clockReading = now
     // The busy loop's look by time, on this reading (see `pollWhileBusy`).
     if now &- lastPoll >= Self.busyPollInterval { pollOnTime(now) }
     var fired = 0
@@ -121,6 +130,19 @@ extension CoroutineLoop {
     nextClockAt = min(nextClockAt, jobsSincePoll &+ 1)
     return false
   }
+
+  /// Takes `clockReading` in a busy loop that has no other reason to read the clock.
+  @inline(never)
+  private func readClock() {
+    clockReading = monotonicNanoseconds()
+    jobsSinceClockReading = 0
+  }
+
+  /// How many jobs a busy loop with neither timers nor descriptors runs between two readings of
+  /// the clock for `clockReading`: a reading costs about as much as a hundred quick jobs' worth
+  /// of bookkeeping on a virtual machine, so it is spread thin; a park then dates its wait to
+  /// within this many jobs.
+  static let jobsBetweenClockReadings = 256
 
   /// How many timers one turn fires at most: enough that the turns' own cost (a clock reading,
   /// a look for other threads' work) stays small beside the jobs, few enough that the records

@@ -125,6 +125,13 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   @exclusivity(unchecked) var lastClock: UInt64 = 0
   @exclusivity(unchecked) var clockStride = 1
   @exclusivity(unchecked) var nextClockAt = 1
+  /// The loop's latest reading of the monotonic clock, which a parking coroutine records as
+  /// the start of its wait (see `Coroutine.armWait`): taken at every turn with timers, at each
+  /// look at the descriptors, on waking from the poller, and every `jobsBetweenClockReadings`
+  /// jobs of a loop that reads it for nothing else.
+  @exclusivity(unchecked) var clockReading: UInt64 = 0
+  /// Jobs run since `clockReading` was taken, while nothing else reads the clock.
+  @exclusivity(unchecked) var jobsSinceClockReading = 0
 
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
   public init() {

@@ -184,25 +184,64 @@ enum CoroutineRegistry {
     }
   }
 
-  /// A snapshot of every live coroutine. Each list is read under its lock; the stack depth is
-  /// asked of the kernel afterwards, from addresses only.
-  static func snapshots() -> [CoroutineSnapshot] {
+  /// A snapshot of every live coroutine. Each list is read under its lock, and a parked
+  /// coroutine's stack is unwound there too (with `backtraces`): a coroutine can finish only
+  /// after it has left its list. The stack depth is asked of the kernel afterwards, from
+  /// addresses only, and the frames are named last, from a cache of names by address.
+  static func snapshots(backtraces: Bool = false) -> [CoroutineSnapshot] {
     var result: [CoroutineSnapshot] = []
     var fibers: [UInt] = []
+    var returnAddresses: [Int: [UInt]] = [:]
+    var testLoops: [Int: Unmanaged<CoroutineTestLoop>] = [:]
+    var memo = CoroutineBacktraces.Memo()
     for index in 0..<shardCount {
       shards[index].table.withLock { slots in
         for index in 0..<slots.count where Slots.isCoroutine(slots[index]) {
           let address = slots[index]
           withCoroutine(at: address) { coroutine in
-            result.append(CoroutineSnapshot(coroutine, identity: address))
-            fibers.append(coroutine.registryEntry.fiber.load(ordering: .relaxed))
+            let snapshot = CoroutineSnapshot(coroutine, identity: address)
+            let fiber = coroutine.registryEntry.fiber.load(ordering: .relaxed)
+            if snapshot.isParked, snapshot.reason.isOnVirtualClock,
+              let testLoop = coroutine.home as? CoroutineTestLoop
+            {
+              testLoops[result.count] = Unmanaged.passRetained(testLoop)
+            }
+            if backtraces, snapshot.isParked, fiber != 0,
+              let frames = CoroutineBacktraces.returnAddresses(
+                of: coroutine, on: fiber, memo: &memo)
+            {
+              returnAddresses[result.count] = frames
+            }
+            result.append(snapshot)
+            fibers.append(fiber)
           }
         }
       }
     }
+    let now = monotonicNanoseconds()
+    var virtualNow: [ObjectIdentifier: UInt64] = [:]
+    for index in result.indices where result[index].isParked {
+      var clock = now
+      if let testLoop = testLoops[index] {
+        let loop = testLoop.takeRetainedValue()
+        clock = virtualNow[ObjectIdentifier(loop)] ?? loop.clockNanoseconds
+        virtualNow[ObjectIdentifier(loop)] = clock
+      } else if result[index].reason.isOnVirtualClock {
+        continue  // its test loop is gone: no clock to read
+      }
+      let parkedAt = result[index].parkedAt
+      result[index].waitingFor = clock > parkedAt ? Double(clock - parkedAt) / 1e9 : 0
+    }
     for index in result.indices where fibers[index] != 0 {
       let top = UnsafeRawPointer(bitPattern: fibers[index])!
       result[index].stackUsed = stackHighWater(below: top, looking: result[index].stackSize)
+    }
+    if !returnAddresses.isEmpty {
+      CoroutineBacktraces.withNames { names in
+        for (index, frames) in returnAddresses {
+          result[index].backtrace = frames.map { names.name(of: $0) }
+        }
+      }
     }
     return result
   }
@@ -277,6 +316,19 @@ struct CoroutineRegistryEntry: ~Copyable {
   /// Where the registry keeps the coroutine, -1 once it has left. Only the coroutine itself
   /// writes it (when created, and when it finishes or is destroyed).
   let slot = Atomic<Int>(-1)
+  /// Why the coroutine parked last (a ``CoroutineWaitReason``'s bits), written as it arms each
+  /// wait; meaningful only while it is parked.
+  let waitReason = Atomic<UInt64>(0)
+  /// When it parked last, on its scheduler's clock (see `Coroutine.parkClock`): nanoseconds,
+  /// virtual on a test loop (then `waitReason` carries ``CoroutineWaitReason/virtualClock``).
+  let parkedAt = Atomic<UInt64>(0)
+
+  /// Records a park: two plain stores (relaxed atomics), read only by snapshots.
+  @inline(__always)
+  func notePark(_ reason: CoroutineWaitReason, at clock: UInt64) {
+    waitReason.store(reason.bits, ordering: .relaxed)
+    parkedAt.store(clock, ordering: .relaxed)
+  }
 
   /// Counts a switch into the coroutine; the watchdog sees a running coroutine whose count
   /// stands still.

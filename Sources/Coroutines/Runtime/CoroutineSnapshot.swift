@@ -18,17 +18,51 @@ public struct CoroutineSnapshot: Sendable, CustomStringConvertible {
   /// Bytes of its stack touched so far (page granularity), or `nil` before it starts. A stack
   /// reused from the pool counts the deepest use of every coroutine that ran on it.
   public internal(set) var stackUsed: Int?
+  /// Why the coroutine is parked, in words that name the kind of wait: `channel send`,
+  /// `channel receive`, `select`, `future`, `delay`, `fd 7 readable` or `fd 7 writable`,
+  /// `mutex`, `semaphore`, `wait group`, `condition`, `read lock`, `write lock`, `generator`,
+  /// `actor`, `callback` (`co_await` of a callback) or `Swift task`. `nil` unless parked.
+  public var waitReason: String? { isParked ? reason.words : nil }
+  /// Seconds the coroutine has been parked, on its scheduler's clock: virtual seconds on a
+  /// ``CoroutineTestLoop``; on a ``CoroutineLoop``, from the loop's latest clock reading when
+  /// it parked, which is at most a few hundred jobs old (a fraction of a millisecond when they
+  /// are quick); elsewhere, from the coarse monotonic clock (a few milliseconds). `nil` unless
+  /// parked.
+  public internal(set) var waitingFor: Double?
+  /// The frames of a parked coroutine's own stack, innermost first, each a function's name
+  /// (demangled for Swift) and the return address's offset in it, e.g.
+  /// `MyApp.fetch(url:) + 0x5c`: the function that parked is there by name. Taken when the
+  /// snapshot is; empty for a coroutine that is not parked, one on a shared stack (its frames
+  /// are saved away while it waits), or where libunwind is missing. Addresses that no symbol
+  /// covers show as hexadecimal.
+  public internal(set) var backtrace: [String] = []
   /// Switches into the coroutine so far; the stall watchdog watches it stand still.
   let switches: UInt64
   /// The coroutine's address, to recognise it in a later snapshot.
   let identity: UInt
+  /// The coroutine's number in dumps: its place in the registry, stable for its life.
+  let number: Int
   let isRunning: Bool
+  /// True while it waits to be woken (suspended, or watched by its idle loop).
+  let isParked: Bool
+  /// What it waits for, as recorded when it parked.
+  let reason: CoroutineWaitReason
+  /// When it parked, on its scheduler's clock (nanoseconds).
+  let parkedAt: UInt64
+  /// The address of the scheduler it belongs to, to pick a loop's coroutines out.
+  let homeAddress: UInt
 
   init(_ coroutine: Coroutine, identity: UInt) {
     let state = coroutine.currentState
     self.name = coroutine.name
     self.state = state.description
     self.isRunning = state == .running || state == .wokenEarly
+    self.isParked = state == .suspended
+    self.reason = CoroutineWaitReason(
+      bits: coroutine.registryEntry.waitReason.load(ordering: .relaxed))
+    self.parkedAt = coroutine.registryEntry.parkedAt.load(ordering: .relaxed)
+    self.number = coroutine.registryEntry.slot.load(ordering: .relaxed)
+    self.homeAddress = UInt(bitPattern: coroutine.homeAddress)
     self.isCancelled = coroutine.isCancelled
     self.scheduler = describe(coroutine.home)
     self.stackSize = coroutine.stackSize
@@ -45,6 +79,32 @@ public struct CoroutineSnapshot: Sendable, CustomStringConvertible {
     line += "; scheduler: \(scheduler); stack: \(stackSize) bytes"
     if let stackUsed { line += ", \(stackUsed) used" }
     return line
+  }
+}
+
+extension CoroutineSnapshot {
+  /// The entry of a dump: `coroutine 17 "fetch-3" [channel receive, 2.5 s]:`, the frames, and
+  /// the one-line description.
+  func writeEntry(to text: inout String) {
+    text += "coroutine \(number) "
+    text += name.map { "\"\($0)\"" } ?? "(unnamed)"
+    if let waitReason {
+      text += " [\(waitReason)"
+      if let waitingFor { text += ", \(Self.seconds(waitingFor))" }
+      text += "]:\n"
+    } else {
+      text += " [\(state)]:\n"
+    }
+    for frame in backtrace { text += "    \(frame)\n" }
+    text += "  \(description)\n"
+  }
+
+  /// `seconds` as a dump shows it: `2.5 s`, `0.003 s`, `3 minutes`.
+  static func seconds(_ seconds: Double) -> String {
+    if seconds >= 120 { return "\(Int(seconds / 60)) minutes" }
+    if seconds >= 10 { return "\(Int(seconds.rounded())) s" }
+    if seconds >= 1 { return "\((seconds * 10).rounded() / 10) s" }
+    return "\((seconds * 1000).rounded() / 1000) s"
   }
 }
 

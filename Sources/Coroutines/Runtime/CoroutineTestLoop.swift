@@ -67,6 +67,9 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
   /// Virtual seconds since the loop was created. Only ``advance(by:)`` moves it.
   public var now: Double { Double(state.withLock { $0.now }) / 1e9 }
 
+  /// ``now`` in whole nanoseconds, as parks record it.
+  var clockNanoseconds: UInt64 { state.withLock { $0.now } }
+
   /// Coroutines that belong to this loop and have not finished.
   public var liveCoroutines: Int { live.load(ordering: .acquiring) }
 

@@ -56,10 +56,24 @@ extension Coroutine {
   }
 
   /// Ends the wait of `generation`, if it has not ended yet, leaving its slot empty: the
-  /// coroutine throws `CancellationError`. For whoever was to answer it and never will.
+  /// coroutine throws `CancellationError`. For whoever was to answer it and never will (a
+  /// resumer or a future released unanswered): unless the coroutine was cancelled, that is a
+  /// bug of the program's, reported first (see `reportAbandonedWait()`).
   @usableFromInline
   func endWaitUnanswered(_ generation: UInt64) {
-    if claim(generation) { wake() }
+    guard claim(generation) else { return }
+    if !isCancelled { reportAbandonedWait() }
+    wake()
+  }
+
+  /// Reports, through the coroutine's task's unhandled-error handler, that the wait it is parked
+  /// in ends because what it waited on was released: its `CancellationError` alone would not
+  /// say why. The coroutine cannot run meanwhile: the caller has claimed its wait and not yet
+  /// woken it, so its task and its record's wait reason stay as they are.
+  @inline(never)
+  func reportAbandonedWait() {
+    let reason = CoroutineWaitReason(bits: registryEntry.waitReason.load(ordering: .relaxed))
+    attachment?.reportUnhandled(CoroutineWaitAbandoned(waitReason: reason.words ?? "wait"))
   }
 }
 
@@ -71,20 +85,23 @@ extension Coroutine {
   /// so a wait allocates only the resumer — except on a shared stack, where another coroutine
   /// may be using these addresses when the resumer writes, so the result waits on the heap.
   @inlinable @inline(__always)
-  func suspend<T>(_ register: (CoroutineResumer<T>) -> Void) throws -> T {
-    let delivered = try waitForDelivery { generation, slot in
+  func suspend<T>(
+    for reason: CoroutineWaitReason, _ register: (CoroutineResumer<T>) -> Void
+  ) throws -> T {
+    let delivered = try waitForDelivery(for: reason) { generation, slot in
       register(CoroutineResumer(coroutine: self, generation: generation, slot: slot))
     }
     guard let delivered else { throw CancellationError() }
     return try delivered.get()
   }
 
-  /// Arms a wait, lets `register` hand its generation and result slot to whoever will end
+  /// Arms a wait for `reason`, lets `register` hand its generation and result slot to whoever will end
   /// it (with `deliver(_:to:endingWait:inRecord:)` or `endWaitUnanswered(_:)`), and parks until it
   /// ends; returns what was delivered, or nil when the wait ended without a result
   /// (cancellation, or a waker that went away).
   @inlinable @inline(__always)
   func waitForDelivery<T>(
+    for reason: CoroutineWaitReason,
     _ register: (UInt64, UnsafeMutablePointer<Result<T, any Error>?>) -> Void
   ) throws -> Result<T, any Error>? {
     if isCancelled { throw CancellationError() }
@@ -92,12 +109,12 @@ extension Coroutine {
     if usesSharedStack {
       let slot = UnsafeMutablePointer<Result<T, any Error>?>.allocate(capacity: 1)
       slot.initialize(to: nil)
-      wait(into: slot, register)
+      wait(into: slot, for: reason, register)
       delivered = slot.move()
       slot.deallocate()
     } else {
       var inFrame: Result<T, any Error>? = nil
-      withUnsafeMutablePointer(to: &inFrame) { wait(into: $0, register) }
+      withUnsafeMutablePointer(to: &inFrame) { wait(into: $0, for: reason, register) }
       delivered = inFrame
     }
     if fitsInWord(T.self), wordDelivered {
@@ -112,10 +129,10 @@ extension Coroutine {
   /// wakes the coroutine.
   @inlinable @inline(__always)
   func wait<T>(
-    into slot: UnsafeMutablePointer<Result<T, any Error>?>,
+    into slot: UnsafeMutablePointer<Result<T, any Error>?>, for reason: CoroutineWaitReason,
     _ register: (UInt64, UnsafeMutablePointer<Result<T, any Error>?>) -> Void
   ) {
-    let generation = armWait()
+    let generation = armWait(reason)
     register(generation, slot)
     endWaitIfCancelled(generation)
     // Parks from the caller's own frame (see "Switching" in Coroutine+Switch.swift).

@@ -55,6 +55,14 @@ func monotonicNanoseconds() -> UInt64 {
   return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
 }
 
+/// The monotonic clock at its coarse resolution (a few milliseconds), which costs a fraction of
+/// a precise reading: for stamps that only diagnostics read.
+func coarseMonotonicNanoseconds() -> UInt64 {
+  var time = timespec()
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
+  return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+}
+
 /// Converts a delay in seconds to whole nanoseconds, treating negative delays as zero.
 func nanoseconds(fromSeconds seconds: Double, in call: StaticString) -> UInt64 {
   // Not `coPrecondition`, and the message built elsewhere: in a debug build its closures, or

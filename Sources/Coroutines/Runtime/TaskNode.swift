@@ -22,6 +22,10 @@ protocol TaskNode: AnyObject, Sendable {
   var indexInParent: Int { get set }
   /// The unhandled-error handler that children inherit.
   var unhandledErrorHandler: HandlerBox? { get }
+  /// Reports `error` through the task's unhandled-error handler (see `CoUnhandledErrors`), with
+  /// the task's name: for a wait of its coroutine that the runtime ended because what it waited
+  /// on was released (see ``CoroutineWaitAbandoned``).
+  func reportUnhandled(_ error: any Error)
 }
 
 /// An unhandled-error handler (`CoUnhandledErrors.Handler`) in a class, so it is passed by
@@ -32,4 +36,9 @@ final class HandlerBox: Sendable {
   init(_ handler: @escaping @Sendable (_ coroutineName: String?, _ error: any Error) -> Void) {
     self.handler = handler
   }
+}
+
+extension TaskNode {
+  /// A node that keeps no handler reports nothing.
+  func reportUnhandled(_ error: any Error) {}
 }

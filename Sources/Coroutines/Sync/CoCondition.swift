@@ -28,7 +28,7 @@
 /// are woken in the order they came. As with any condition variable, wait in a loop that checks
 /// the state: a signal says only that it may have changed.
 public final class CoCondition: Sendable {
-  private let queue = SyncWaitQueue()
+  private let queue = SyncWaitQueue(reason: .condition)
 
   /// Creates a condition with no waiters.
   public init() {}

@@ -30,7 +30,7 @@ import Synchronization
 /// Unlike `Synchronization.Mutex` and `NSLock`, it may be held across a suspension (a
 /// `co_await`, a channel send), and waiting for it never blocks the thread.
 public final class CoMutex: Sendable {
-  @usableFromInline let permits = SyncPermits(1)
+  @usableFromInline let permits = SyncPermits(1, reason: .mutex)
   /// Who holds the mutex (see `holderToken`), 0 when nobody does: written by the holder only,
   /// so that `unlock()` can refuse a caller that does not hold it.
   @usableFromInline let holder = Atomic<UInt>(0)

@@ -20,7 +20,7 @@
 /// cancelled leaves the queue and takes nothing with it.
 public final class CoRWLock: Sendable {
   /// A reader takes one permit, a writer all of them.
-  private let permits = SyncPermits(Int.max)
+  private let permits = SyncPermits(Int.max, reason: .readLock)
 
   /// Creates an unlocked readers-writer lock.
   public init() {}

@@ -28,7 +28,7 @@ public final class CoSemaphore: Sendable {
   /// message naming it.
   public init(value: Int) {
     coPrecondition(value >= 0, "CoSemaphore(value:): the value \(value) is negative")
-    permits = SyncPermits(value)
+    permits = SyncPermits(value, reason: .semaphore)
   }
 
   /// Takes a permit, suspending the coroutine until one is free.

@@ -19,7 +19,7 @@
 /// ``add(_:)`` and ``done()`` may be called from any thread. Every coroutine waiting when the
 /// count reaches zero is woken; a group may be used again afterwards.
 public final class CoWaitGroup: Sendable {
-  private let queue = SyncWaitQueue()
+  private let queue = SyncWaitQueue(reason: .waitGroup)
   private let state = Counter()
 
   /// The count, under the queue's lock.

@@ -26,13 +26,14 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
   @inlinable static var contended: Int { Int.min }
 
   @usableFromInline let state: Atomic<Int>
-  @usableFromInline let queue = SyncWaitQueue()
+  @usableFromInline let queue: SyncWaitQueue
   /// The free permits while `state` is ``contended``.
   @exclusivity(unchecked) private var parkedPermits = 0  // under the lock; calls nothing
 
   @usableFromInline
-  init(_ permits: Int) {
+  init(_ permits: Int, reason: CoroutineWaitReason) {
     state = Atomic(permits)
+    queue = SyncWaitQueue(reason: reason)
   }
 
   /// Takes `weight` permits if they are free and nobody waits for them.

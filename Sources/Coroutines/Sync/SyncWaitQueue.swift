@@ -32,7 +32,12 @@ final class SyncWaitQueue: @unchecked Sendable {  // `waiters` and each user's s
   // Unchecked exclusivity: touched only under `lock`, by accesses that call nothing.
   @exclusivity(unchecked) private var waiters = WaiterQueue<SyncWaiter>()
 
-  @usableFromInline init() {}
+  /// What a coroutine waiting here waits for, as dumps name it.
+  let reason: CoroutineWaitReason
+
+  /// A queue whose waiters a dump shows as waiting for `reason`; waiters of all the permits
+  /// (`Int.max`, a write lock's weight) as waiting for a write lock.
+  @usableFromInline init(reason: CoroutineWaitReason) { self.reason = reason }
 
   var isEmpty: Bool { waiters.isEmpty }
 
@@ -146,7 +151,8 @@ final class SyncWaitQueue: @unchecked Sendable {  // `waiters` and each user's s
       return false
     }
     // Armed under the lock, so that no grant can see the waiter before it can be claimed.
-    waiter.pointee.generation = coroutine.armWait()
+    waiter.pointee.generation = coroutine.armWait(
+      waiter.pointee.weight == Int.max ? .writeLock : reason)
     waiters.append(waiter)
     lock.unlock()
     enqueued()
@@ -177,7 +183,8 @@ final class SyncWaitQueue: @unchecked Sendable {  // `waiters` and each user's s
       }
       waiters.append(waiter)
     }
-    waiter.pointee.generation = coroutine.armWait()
+    waiter.pointee.generation = coroutine.armWait(
+      waiter.pointee.weight == Int.max ? .writeLock : reason)
     lock.unlock()
     return false
   }
