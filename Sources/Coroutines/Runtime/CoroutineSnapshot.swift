@@ -43,7 +43,7 @@ public struct CoroutineSnapshot: Sendable, CustomStringConvertible {
   /// The coroutine's number in dumps: its place in the registry, stable for its life.
   let number: Int
   let isRunning: Bool
-  /// True while it waits to be woken (suspended, or watched by its idle loop).
+  /// True while it waits to be woken (suspended).
   let isParked: Bool
   /// What it waits for, as recorded when it parked.
   let reason: CoroutineWaitReason
