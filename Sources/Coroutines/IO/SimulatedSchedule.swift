@@ -52,6 +52,12 @@ struct SimulatedSchedule {
   /// The timer fired: forgets it.
   mutating func disarm() { armed = nil }
 
+  /// Cancels the armed timer (the network is going away).
+  mutating func cancelTimer() {
+    armed?.timer.cancel()
+    armed = nil
+  }
+
   /// The earliest arrival still to come.
   var nextArrival: UInt64? { heap.first?.arrival }
 
@@ -91,11 +97,12 @@ extension SimulatedWorld {
   }
 
   private func armTimer(at deadline: UInt64, now: UInt64) {
-    // Weak: the loop holds its timers, and the world its loop. A network that nobody can reach
-    // any more (no host's coroutine waits on it) has nobody to deliver to.
+    // Unowned: the loop holds its timers, and the world its loop. A network that nobody can
+    // reach any more (no host's coroutine waits on it) has nobody to deliver to, and its deinit
+    // cancels this timer. Not weak: a weak reference gives the world a side table, and every
+    // retain and release of it took the runtime's slow path (a third of the simulation's time).
     let timer = loop.schedule(after: deadline > now ? Double(deadline - now) / 1e9 : 0) {
-      [weak self] in
-      guard let self else { return }
+      [unowned self] in
       lock.withLock { deliverDue() }
     }
     schedule.arm(timer, for: deadline)

@@ -2,18 +2,27 @@
 /// waiting costs no array.
 struct SimulatedWaiters {
   private var first: CoroutineResumer<Void>?
-  private var others: [CoroutineResumer<Void>] = []
+  /// Optional rather than empty: retaining and releasing the shared empty array goes through
+  /// the runtime's slow path (it is immortal), twice per wait.
+  private var others: [CoroutineResumer<Void>]?
 
   mutating func append(_ waiter: CoroutineResumer<Void>) {
-    if first == nil { first = waiter } else { others.append(waiter) }
+    if first == nil {
+      first = waiter
+    } else if others == nil {
+      others = [waiter]
+    } else {
+      others!.append(waiter)
+    }
   }
 
   mutating func remove(_ waiter: CoroutineResumer<Void>) {
     if first === waiter {
-      first = others.isEmpty ? nil : others.removeFirst()
-    } else if !others.isEmpty {
-      others.removeAll { $0 === waiter }
+      first = others?.isEmpty == false ? others!.removeFirst() : nil
+    } else {
+      others?.removeAll { $0 === waiter }
     }
+    if others?.isEmpty == true { others = nil }
   }
 
   /// Ends every wait with `result`; the list is empty afterwards.
@@ -21,9 +30,9 @@ struct SimulatedWaiters {
     guard let waiter = first else { return }
     first = nil
     let others = self.others
-    if !others.isEmpty { self.others = [] }
+    self.others = nil
     waiter.resume(result)
-    for waiter in others { waiter.resume(result) }
+    if let others { for waiter in others { waiter.resume(result) } }
   }
 }
 

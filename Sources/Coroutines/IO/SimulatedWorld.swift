@@ -26,7 +26,8 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   }
 
   deinit {
-    // Only once no timer of the loop holds the world, so nothing is delivered any more.
+    // Its timer refers to the world unowned: it must never fire now.
+    schedule.cancelTimer()
     schedule.dropAll()
   }
 

@@ -18,10 +18,11 @@ extension CoroutineLoop {
     // The sequence that orders equal deadlines is the heap's own, given on arrival.
     let timer = LoopTimer(
       deadline: monotonicNanoseconds() &+ delay, sequence: 0, job: job,
-      onCancel: { [weak self] in
-        guard let self else { return }
-        self.pendingTimers.subtract(1, ordering: .sequentiallyConsistent)
-        self.wakeUpIfElsewhere()
+      onCancel: { [cancellations] in
+        cancellations.report { loop in
+          loop.pendingTimers.subtract(1, ordering: .sequentiallyConsistent)
+          loop.wakeUpIfElsewhere()
+        }
       })
     if isCurrent {
       insert(timer)

@@ -133,22 +133,32 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   /// Jobs run since `clockReading` was taken, while nothing else reads the clock.
   @exclusivity(unchecked) var jobsSinceClockReading = 0
 
+  /// Where this loop's timers report their cancellation.
+  let cancellations = TimerCancellations<CoroutineLoop>()
+
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
   public init() {
     keepsRunning = false
     ready = nil
+    cancellations.attach(self)
   }
 
   /// Creates a loop whose ``run()`` returns only when the process ends, for the shared poller.
   init(keepsRunning: Bool) {
     self.keepsRunning = keepsRunning
     ready = nil
+    cancellations.attach(self)
   }
 
   /// Creates a loop for a group (see `joinGroup(_:index:)`).
   init(inGroup: Void) {
     keepsRunning = false
     ready = StealQueue()
+    cancellations.attach(self)
+  }
+
+  deinit {
+    cancellations.detach()
   }
 
   /// Makes this loop `group.loops[index]`, before its thread starts.

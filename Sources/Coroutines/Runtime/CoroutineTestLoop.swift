@@ -44,12 +44,19 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
 
   private let state: Mutex<State>
   private let live = Atomic<Int>(0)
+  /// Where this loop's timers report their cancellation.
+  private let cancellations = TimerCancellations<CoroutineTestLoop>()
 
   /// Creates a loop at virtual time zero. With a seed, ready jobs run in a pseudo-random order
   /// that the seed determines; without one, in the order they were scheduled.
   public init(seed: UInt64? = nil) {
     self.seed = seed
     state = Mutex(State(random: seed.map(SplitMix64.init(seed:))))
+    cancellations.attach(self)
+  }
+
+  deinit {
+    cancellations.detach()
   }
 
   /// The address of `current`, for comparing without a retain.
@@ -108,7 +115,9 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
       state.nextSequence += 1
       let timer = LoopTimer(
         deadline: state.now.addingClamped(delay), sequence: state.nextSequence, job: job,
-        onCancel: { [weak self] in self?.state.withLock { $0.pendingTimers -= 1 } })
+        onCancel: { [cancellations] in
+          cancellations.report { $0.state.withLock { $0.pendingTimers -= 1 } }
+        })
       let crowded = state.timers.insert(TimerEntry(timer, sequence: timer.sequence))
       state.pendingTimers += 1
       if crowded {
