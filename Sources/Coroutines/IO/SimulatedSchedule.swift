@@ -97,12 +97,14 @@ extension SimulatedWorld {
   }
 
   private func armTimer(at deadline: UInt64, now: UInt64) {
-    // Unowned: the loop holds its timers, and the world its loop. A network that nobody can
-    // reach any more (no host's coroutine waits on it) has nobody to deliver to, and its deinit
-    // cancels this timer. Not weak: a weak reference gives the world a side table, and every
-    // retain and release of it took the runtime's slow path (a third of the simulation's time).
+    // Weak: the loop holds its timers, and the world its loop. A network that nobody can reach
+    // any more (no host's coroutine waits on it) has nobody to deliver to, and its deinit
+    // cancels this timer. (Unowned, which would spare the world the side table that a weak
+    // reference gives it, left the simulated walkthroughs' networks alive at exit under
+    // LeakSanitizer.)
     let timer = loop.schedule(after: deadline > now ? Double(deadline - now) / 1e9 : 0) {
-      [unowned self] in
+      [weak self] in
+      guard let self else { return }
       lock.withLock { deliverDue() }
     }
     schedule.arm(timer, for: deadline)

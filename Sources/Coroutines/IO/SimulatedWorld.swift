@@ -26,7 +26,7 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   }
 
   deinit {
-    // Its timer refers to the world unowned: it must never fire now.
+    // A timer of the loop that would deliver for this world goes with it.
     schedule.cancelTimer()
     schedule.dropAll()
   }
