@@ -73,9 +73,8 @@ public final class CoSimulatedHost: Sendable {
   /// `POSIXError(.ECONNRESET)` once the reset reaches it, one latency later. Does nothing on a
   /// host that is down.
   ///
-  /// The tasks ``launch(name:_:)`` started are cancelled with their children. A coroutine
-  /// launched detached (or in a ``CoScope``) from one of them is cancelled where it waits on
-  /// the host's network, or at its next call to it, since a crash takes the network away.
+  /// The tasks ``launch(name:_:)`` started are cancelled with their children, and so is every
+  /// other coroutine they launched, detached or in a ``CoScope``, wherever it waits.
   public func crash() {
     network.world.crash(index)
   }

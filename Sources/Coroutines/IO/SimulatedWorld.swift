@@ -58,17 +58,27 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   /// Takes host `index` down: its connections vanish (each peer is sent a reset), its
   /// listeners close, its life ends, and the tasks launched on it are cancelled.
   func crash(_ index: Int) {
-    let tasks = lock.withLock { () -> [any SimulatedHostTask] in
+    let (tasks, epoch) = lock.withLock { () -> ([any SimulatedHostTask], Int?) in
       let record = hosts[index]
-      guard record.isUp else { return [] }
+      guard record.isUp else { return ([], nil) }
       record.isUp = false
       record.epoch += 1
       defer { record.tasks = [] }
-      return record.tasks
+      return (record.tasks, record.epoch - 1)
     }
     // Cancelled first, so that the host's coroutines end with `CancellationError` rather than
     // with what their vanishing streams would say.
     for task in tasks { task.cancel() }
+    // And every other coroutine of the host's life that ends: what its coroutines launched
+    // detached or in a scope, wherever it waits (the bindings are inherited).
+    if let epoch {
+      let home = Unmanaged.passUnretained(loop as AnyObject).toOpaque()
+      let orphans = CoroutineRegistry.coroutines(of: home) { binding in
+        guard let onHost = binding as? SimulatedHostBinding else { return false }
+        return onHost.host.index == index && onHost.epoch == epoch
+      }
+      for coroutine in orphans { coroutine.cancel() }
+    }
     lock.withLock {
       let record = hosts[index]
       for connection in record.connections.values { connection.vanish(on: index) }

@@ -184,6 +184,38 @@ enum CoroutineRegistry {
     }
   }
 
+  /// The unfinished coroutines of the scheduler at `home` with a coroutine-local binding that
+  /// `matches`, retained. Their bindings are read as they stand: call it only where none of
+  /// that scheduler's coroutines can run meanwhile (on its own thread, or between a test
+  /// loop's turns). What a simulated host's crash cancels.
+  static func coroutines(
+    of home: UnsafeMutableRawPointer, boundWhere matches: (CoLocalBinding) -> Bool
+  ) -> [Coroutine] {
+    var found: [Coroutine] = []
+    for index in 0..<shardCount {
+      shards[index].table.withLock { slots in
+        for index in 0..<slots.count where Slots.isCoroutine(slots[index]) {
+          withCoroutine(at: slots[index]) { coroutine in
+            // Only another scheduler's coroutines are touched from here but through `home`,
+            // which never changes; a finished one may be on its way out.
+            guard coroutine.homeAddress == home, coroutine.currentState != .finished else {
+              return
+            }
+            var binding = coroutine.locals.map { unsafeDowncast($0, to: CoLocalBinding.self) }
+            while let current = binding {
+              if matches(current) {
+                found.append(coroutine)
+                return
+              }
+              binding = current.next
+            }
+          }
+        }
+      }
+    }
+    return found
+  }
+
   /// A snapshot of every live coroutine. Each list is read under its lock, and a parked
   /// coroutine's stack is unwound there too (with `backtraces`): a coroutine can finish only
   /// after it has left its list. The stack depth is asked of the kernel afterwards, from

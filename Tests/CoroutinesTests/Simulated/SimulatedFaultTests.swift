@@ -304,4 +304,36 @@ extension SimulatedFaultTests {
     #expect(deferRan.isSettled)
     #expect(net.loop.liveCoroutines == 0)
   }
+
+  @Test func aCrashCancelsADetachedCoroutineWhereverItWaits() throws {
+    let net = SimulatedPair()
+    defer { net.finish() }
+    let deferRan = CoPromise<Void>()
+    let sleeper = CoPromise<CoTask<Void>>()
+    net.server.launch {
+      sleeper.fulfill(
+        co_launch(detached: true) {
+          defer { deferRan.fulfill(()) }
+          try co_delay(3600)  // far from the network
+        })
+    }
+    net.loop.advance(by: 1)
+    #expect(!deferRan.isSettled)
+    net.server.crash()
+    net.loop.advance(by: 1)
+    #expect(deferRan.isSettled)
+    #expect(throws: CancellationError.self) { try sleeper.result?.get().result?.get() }
+    #expect(net.loop.liveCoroutines == 0)
+  }
+
+  @Test func aCrashLeavesTheOtherHostsCoroutinesAlone() throws {
+    let net = SimulatedPair()
+    defer { net.finish() }
+    let napping = net.client.launch { try co_delay(10) }
+    net.server.launch { try co_delay(10) }
+    net.loop.advance(by: 1)
+    net.server.crash()
+    net.loop.advance(by: 10)
+    #expect(try napping.result?.get() != nil)
+  }
 }
