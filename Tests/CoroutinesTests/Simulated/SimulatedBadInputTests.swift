@@ -6,12 +6,7 @@ import Testing
 /// A simulated network given a setting it cannot have stops with a message naming the call and
 /// the value (checked in child processes: Swift Testing exit tests).
 @Suite struct SimulatedBadInputTests {
-  /// A misuse, the child role that commits it, and what the message must say.
-  struct Misuse: Sendable, Codable, CustomTestStringConvertible {
-    let role: String
-    let message: String
-    var testDescription: String { role }
-  }
+  typealias Misuse = BadInputTests.Misuse
 
   static let misuses = [
     Misuse(
