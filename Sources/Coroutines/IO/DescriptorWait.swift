@@ -137,8 +137,8 @@ extension CoroutineLoop {
     for fd: Int32, _ events: CoIOEvents, coroutine: Coroutine, timeout: Double?,
     timers: any CoroutineScheduler, owner: OwnedDescriptor?
   ) throws -> CoIOEvents {
-    var registered: CoroutineResumer<CoIOEvents>?
-    var recorded: CoroutineResumer<CoIOEvents>?
+    var registered: DescriptorWaiter?
+    var recorded: DescriptorWaiter?
     var timer: (any CoroutineTimer)?
     defer {
       timer?.cancel()
@@ -147,37 +147,40 @@ extension CoroutineLoop {
     }
     let reason: CoroutineWaitReason =
       events.contains(.readable) ? .readable(fd) : .writable(fd)
-    return try coroutine.suspend(for: reason) { (resumer: CoroutineResumer<CoIOEvents>) in
+    let delivered = try coroutine.waitForDelivery(for: reason) { generation, slot in
+      let waiter = DescriptorWaiter(coroutine: coroutine, generation: generation, slot: slot)
       var registration: UInt64 = 0
       if let owner {
-        switch owner.beginWait(in: self, resumer) {
+        switch owner.beginWait(in: self, waiter) {
         case .closed:
-          resumer.resume(.failure(POSIXError(.EBADF)))
+          waiter.resume(.failure(POSIXError(.EBADF)))
           return
         case .elsewhere(let home):
-          resumer.resume(.failure(WaitsElsewhere(home: home)))
+          waiter.resume(.failure(WaitsElsewhere(home: home)))
           return
         case .here(let number, let leaving):
-          recorded = resumer
+          recorded = waiter
           registration = number
           leaving?.poller.unregister(fd)
         }
       }
       do {
-        if let ready = try poller.register(fd, for: events, owner: registration, resumer) {
-          resumer.resume(.success(ready))
+        if let ready = try poller.register(fd, for: events, owner: registration, waiter) {
+          waiter.resume(.success(ready))
           return
         }
       } catch {
-        resumer.resume(.failure(error))
+        waiter.resume(.failure(error))
         return
       }
-      registered = resumer
+      registered = waiter
       if let timeout {
         timer = timers.schedule(after: timeout) {
-          resumer.resume(.failure(CoroutineError.timedOut))
+          waiter.resume(.failure(CoroutineError.timedOut))
         }
       }
     }
+    guard let delivered else { throw CancellationError() }
+    return try delivered.get()
   }
 }

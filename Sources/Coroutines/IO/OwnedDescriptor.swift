@@ -18,7 +18,7 @@ final class OwnedDescriptor: Sendable {
     var users = 0
     /// The waits in progress on the descriptor, all in `home`'s poller, which ``close()`` ends
     /// with `POSIXError(.EBADF)`.
-    var waiters: [CoroutineResumer<CoIOEvents>] = []
+    var waiters: [DescriptorWaiter] = []
     /// The loop whose poller has the descriptor registered, if any (see ``beginWait(in:_:)``).
     var home: CoroutineLoop?
     /// The registration number in `home`'s poller: a number no other registration of the
@@ -99,7 +99,7 @@ final class OwnedDescriptor: Sendable {
   /// home (a reader parked on one loop, a writer on another), the new wait goes there too,
   /// rather than take the registration from under them: like NIO's channels, which stay on
   /// their event loop, the descriptor stays, and the coroutine moves to it for the wait.
-  func beginWait(in loop: CoroutineLoop, _ waiter: CoroutineResumer<CoIOEvents>) -> WaitPlace {
+  func beginWait(in loop: CoroutineLoop, _ waiter: DescriptorWaiter) -> WaitPlace {
     state.withLock { state in
       if state.closed { return .closed }
       if state.home === loop {
@@ -122,9 +122,9 @@ final class OwnedDescriptor: Sendable {
   }
 
   /// Forgets a wait that ended.
-  func endWait(_ waiter: CoroutineResumer<CoIOEvents>) {
+  func endWait(_ waiter: DescriptorWaiter) {
     state.withLock { state in
-      if let index = state.waiters.firstIndex(where: { $0 === waiter }) {
+      if let index = state.waiters.firstIndex(where: { $0.isSame(as: waiter) }) {
         state.waiters.remove(at: index)
       }
     }
@@ -134,7 +134,7 @@ final class OwnedDescriptor: Sendable {
   /// `POSIXError(.EBADF)`. Calling it again does nothing.
   func close() {
     let (waiters, closeNow) = state.withLock { state in
-      if state.closed { return ([CoroutineResumer<CoIOEvents>](), false) }
+      if state.closed { return ([DescriptorWaiter](), false) }
       state.closed = true
       let waiters = state.waiters
       state.waiters = []

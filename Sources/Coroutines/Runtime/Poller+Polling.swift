@@ -85,7 +85,7 @@ extension Poller {
     if ready.contains(.readable), !waiters[index].readers.isEmpty {
       unclaimed.remove(.readable)
       for reader in waiters[index].readers {
-        if let both = waiters[index].writers.firstIndex(where: { $0 === reader }) {
+        if let both = waiters[index].writers.firstIndex(where: { $0.isSame(as: reader) }) {
           waiters[index].writers.remove(at: both)  // one wait for both directions
           countWaiters(-1)
         }

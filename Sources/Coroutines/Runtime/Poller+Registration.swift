@@ -6,7 +6,7 @@ import Foundation
 extension Poller {
   // MARK: The loop's thread
 
-  /// Registers `resumer` to be resumed with the ready events once `fd` is ready for `events`
+  /// Registers `waiter` to be resumed with the ready events once `fd` is ready for `events`
   /// (both directions are one registration each). Returns the events at once, without
   /// registering, when they are known to be ready: the descriptor cannot be polled because it
   /// is always ready (a regular file or a directory), or an edge arrived for it while nobody
@@ -33,7 +33,7 @@ extension Poller {
   ///   or when the epoll instance cannot be made (`EMFILE`).
   func register(
     _ fd: Int32, for events: CoIOEvents, owner: UInt64 = 0,
-    _ resumer: CoroutineResumer<CoIOEvents>
+    _ waiter: DescriptorWaiter
   ) throws -> CoIOEvents? {
     let epoll = try requireEpoll()
     let index = Int(fd)
@@ -60,9 +60,9 @@ extension Poller {
       }
     }
     let joining = waiters[index].hasWaiters
-    if events.contains(.readable) { waiters[index].readers.append(resumer) }
-    if events.contains(.writable) { waiters[index].writers.append(resumer) }
-    let error = owner != 0 ? 0 : rearm(epoll, fd, newcomer: resumer, joining: joining)
+    if events.contains(.readable) { waiters[index].readers.append(waiter) }
+    if events.contains(.writable) { waiters[index].writers.append(waiter) }
+    let error = owner != 0 ? 0 : rearm(epoll, fd, newcomer: waiter, joining: joining)
     guard error != 0 else {
       countWaiters(events.rawValue.nonzeroBitCount)
       return nil
@@ -78,17 +78,17 @@ extension Poller {
     throw POSIXError(POSIXErrorCode(rawValue: error) ?? .EINVAL)
   }
 
-  /// Takes `resumer` off `fd` if it is still registered there (its wait ended some other way:
+  /// Takes `waiter` off `fd` if it is still registered there (its wait ended some other way:
   /// a timeout, cancellation, a close) and disarms a borrowed descriptor nobody waits for.
-  func forget(_ fd: Int32, _ resumer: CoroutineResumer<CoIOEvents>) {
+  func forget(_ fd: Int32, _ waiter: DescriptorWaiter) {
     let index = Int(fd)
     guard index < waiters.count else { return }
     var removed = 0
-    if let position = waiters[index].readers.firstIndex(where: { $0 === resumer }) {
+    if let position = waiters[index].readers.firstIndex(where: { $0.isSame(as: waiter) }) {
       waiters[index].readers.remove(at: position)
       removed += 1
     }
-    if let position = waiters[index].writers.firstIndex(where: { $0 === resumer }) {
+    if let position = waiters[index].writers.firstIndex(where: { $0.isSame(as: waiter) }) {
       waiters[index].writers.remove(at: position)
       removed += 1
     }
@@ -127,12 +127,12 @@ extension Poller {
   }
 
   /// Arms a borrowed `fd` one-shot for exactly the directions waited for, adding it to the
-  /// interest list if it is not there. `newcomer` is the resumer of a wait being registered,
+  /// interest list if it is not there. `newcomer` is the waiter of a wait being registered,
   /// which goes on whatever file the number names now; `joining`, true when it joins pending
   /// waits, makes it ask the kernel even when nothing changes (see
   /// ``register(_:for:owner:_:)``). Returns 0 or the system's error.
   func rearm(
-    _ epoll: Int32, _ fd: Int32, newcomer: CoroutineResumer<CoIOEvents>? = nil,
+    _ epoll: Int32, _ fd: Int32, newcomer: DescriptorWaiter? = nil,
     joining: Bool = false
   ) -> Int32 {
     let index = Int(fd)
@@ -168,7 +168,7 @@ extension Poller {
   /// when the kernel had no registration for the file, except `keeping`'s, were for a file
   /// closed under them: they end with `POSIXError(.EBADF)`. Returns 0 or the system's error.
   private func addToKernel(
-    _ epoll: Int32, _ fd: Int32, _ events: UInt32, keeping newcomer: CoroutineResumer<CoIOEvents>?
+    _ epoll: Int32, _ fd: Int32, _ events: UInt32, keeping newcomer: DescriptorWaiter?
   ) -> Int32 {
     let index = Int(fd)
     var event = epoll_event()
@@ -193,21 +193,22 @@ extension Poller {
   }
 
   /// Ends with `POSIXError(.EBADF)` every wait on the slot but `newcomer`'s: their file is gone.
-  private func endClosedWaits(_ index: Int, keeping newcomer: CoroutineResumer<CoIOEvents>?) {
+  private func endClosedWaits(_ index: Int, keeping newcomer: DescriptorWaiter?) {
     guard waiters[index].hasWaiters else { return }
     var ended = 0
-    for reader in waiters[index].readers where reader !== newcomer {
+    func isNewcomer(_ waiter: DescriptorWaiter) -> Bool { newcomer?.isSame(as: waiter) ?? false }
+    for reader in waiters[index].readers where !isNewcomer(reader) {
       reader.resume(.failure(POSIXError(.EBADF)))
       ended += 1
     }
-    for writer in waiters[index].writers where writer !== newcomer {
-      if !waiters[index].readers.contains(where: { $0 === writer }) {
+    for writer in waiters[index].writers where !isNewcomer(writer) {
+      if !waiters[index].readers.contains(where: { $0.isSame(as: writer) }) {
         writer.resume(.failure(POSIXError(.EBADF)))
       }
       ended += 1
     }
-    waiters[index].readers.removeAll { $0 !== newcomer }
-    waiters[index].writers.removeAll { $0 !== newcomer }
+    waiters[index].readers.removeAll { !isNewcomer($0) }
+    waiters[index].writers.removeAll { !isNewcomer($0) }
     countWaiters(-ended)
   }
 

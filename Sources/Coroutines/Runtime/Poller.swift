@@ -122,6 +122,10 @@ final class Poller {
   }
 
   deinit {
+    // A wait still registered when its poller goes has nothing left to wake it.
+    for slot in waiters where slot.hasWaiters {
+      for waiter in slot.readers + slot.writers { waiter.abandon() }
+    }
     let wake = wakeDescriptor.load(ordering: .acquiring)
     if wake >= 0 { close(wake) }
     let epoll = epollDescriptor.load(ordering: .acquiring)
