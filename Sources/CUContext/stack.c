@@ -82,6 +82,11 @@ void cu_stack_force_guard_fallback(void) {
   __atomic_store_n(&guard_runs_work, 0, __ATOMIC_RELAXED);
 }
 
+int cu_stack_guard_runs_work(void) {
+  return __atomic_load_n(&guard_markers_work, __ATOMIC_RELAXED) &&
+         __atomic_load_n(&guard_runs_work, __ATOMIC_RELAXED);
+}
+
 size_t cu_stack_slab_guard_calls(const cu_stack_slab *slab) {
   return __atomic_load_n(&slab->guard_calls, __ATOMIC_RELAXED);
 }

@@ -39,7 +39,13 @@ import Testing
     _ = try #require(cu_stack_slab_fiber(slab, 0))
     #expect(cu_stack_slab_guard_calls(slab) == 1)
     for index in 1..<64 { _ = try #require(cu_stack_slab_fiber(slab, index)) }
-    #expect(cu_stack_slab_guard_calls(slab) <= 7)
+    if cu_stack_guard_runs_work() != 0 {
+      #expect(cu_stack_slab_guard_calls(slab) <= 7)
+    } else {
+      // A kernel that takes no runs (before Linux 6.14), or has no guard markers: one call per
+      // slot, after at most one refused run.
+      #expect(cu_stack_slab_guard_calls(slab) <= 65)
+    }
     // Rebuilding released slots needs no guard: theirs stayed.
     let fibers = try (0..<64).map { try #require(cu_stack_slab_fiber(slab, $0)) }
     fibers.withUnsafeBufferPointer { cu_stack_release_fibers($0.baseAddress!, $0.count) }

@@ -46,6 +46,10 @@ size_t cu_stack_slab_count(const cu_stack_slab *_Nonnull slab);
 /// call per slot, as on a kernel without guard markers. For good: there is no way back.
 void cu_stack_force_guard_fallback(void);
 
+/// For tests: 1 while guards are installed as guard markers in runs of slots (one system call per
+/// run), 0 once the kernel refused either and every guard is installed alone.
+int cu_stack_guard_runs_work(void);
+
 /// For tests: the system calls made so far to install the slab's guards (one for a run of slots).
 size_t cu_stack_slab_guard_calls(const cu_stack_slab *_Nonnull slab);
 
