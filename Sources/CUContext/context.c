@@ -135,6 +135,10 @@ void cu_fiber_prefetch_frames(const cu_fiber *fiber) {
   if (fiber->shared != NULL) return;  // resuming copies its frames back in; nothing to warm
   const char *frames = (const char *)fiber->self.uc_mcontext.gregs[REG_RSP];
   if (frames == NULL) return;
-  // Returning from the suspending call climbs back through its callers' frames.
-  prefetch_range(frames, 512);
+  // Returning from the suspending call climbs back through its callers' frames; and the next
+  // wait it arms goes a little deeper than where it suspended (the timer's calls), storing into
+  // lines below the saved stack pointer that have been cold since its last wait. A store that
+  // misses holds up the next atomic instruction (the retain that parks it) until it lands: with
+  // 10 000 and 100 000 coroutines on stacks of their own, a tenth and a fifth of the samples.
+  prefetch_range(frames - 256, 256 + 512);
 }

@@ -1,3 +1,4 @@
+import CUContext
 import Dispatch
 import Glibc
 import Testing
@@ -53,6 +54,35 @@ import Testing
     expectOverflowReport(result, name: "deep recursion on a shared stack")
   }
 
+  @Test func overflowOnAStackGuardedWithOthersInOneRunIsReported() async throws {
+    let result = try await #require(
+      processExitsWith: .signal(SIGABRT), observing: [\.standardErrorContent]
+    ) {
+      try CoroutineLoop.run {
+        // Forty parked coroutines take a fresh slab's first slots; the next slot's guard was
+        // installed with the run that began at slot 32, not on its own.
+        try overflowAfterParking(40, name: "deep recursion after forty")
+      }
+    }
+    expectOverflowReport(result, name: "deep recursion after forty")
+  }
+
+  @Test func overflowIsReportedWhereTheKernelHasNoGuardMarkers() async throws {
+    let result = try await #require(
+      processExitsWith: .signal(SIGABRT), observing: [\.standardErrorContent]
+    ) {
+      // As on a kernel before Linux 6.13: every guard is an mprotect'ed region.
+      cu_stack_force_guard_fallback()
+      try CoroutineLoop.run {
+        try overflowAfterParking(40, name: "deep recursion under mprotect guards") {
+          // Each of those guards is a mapping of its own: stop without the report otherwise.
+          if protectedRegions(of: CoroutineStack.guardSize) < 40 { exit(3) }
+        }
+      }
+    }
+    expectOverflowReport(result, name: "deep recursion under mprotect guards")
+  }
+
   @Test func aFaultOutsideEveryCoroutineStackIsPassedOn() async throws {
     let result = try await #require(
       processExitsWith: .failure, observing: [\.standardErrorContent]
@@ -86,6 +116,40 @@ import Testing
         && output.contains("CoroutineStack.defaultSize"),
       sourceLocation: sourceLocation)
   }
+}
+
+/// Parks `count` coroutines on stacks of the minimum size, calls `parked`, then overflows one
+/// more such stack.
+private func overflowAfterParking(
+  _ count: Int, name: String, parked: () -> Void = {}
+) throws {
+  let gate = CoPromise<Void>()
+  for _ in 0..<count {
+    co_launch(stackSize: CoroutineStack.minimumSize) { try co_await(gate) }
+  }
+  try co_delay(0)
+  parked()
+  let task = co_launch(name: name, stackSize: CoroutineStack.minimumSize) { recurse(0) }
+  _ = try co_await(task)
+}
+
+/// How many of the process's mappings are inaccessible and `size` bytes long.
+private func protectedRegions(of size: Int) -> Int {
+  guard let file = fopen("/proc/self/maps", "r") else { return 0 }
+  defer { fclose(file) }
+  var count = 0
+  var line = [CChar](repeating: 0, count: 4096)
+  while fgets(&line, Int32(line.count), file) != nil {
+    // "start-end perms offset device inode path", the addresses in hexadecimal.
+    let bytes = line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+    let fields = String(decoding: bytes, as: UTF8.self).split(separator: " ")
+    let range = fields.first?.split(separator: "-") ?? []
+    guard fields.count >= 2, range.count == 2, let low = UInt(range[0], radix: 16),
+      let high = UInt(range[1], radix: 16)
+    else { continue }
+    if fields[1] == "---p" && high - low == UInt(size) { count += 1 }
+  }
+  return count
 }
 
 /// Recursion that the optimizer cannot turn into a loop: every frame keeps a buffer alive

@@ -32,6 +32,28 @@ import Testing
     #expect(cu_stack_slab_fiber(slab, 3) == nil)
   }
 
+  @Test func aSlabGuardsItsSlotsInFewSystemCallsWhenTakenInOrder() throws {
+    let slab = try #require(cu_stack_slab_new(64 * 1024, 64 * 1024, 64))
+    defer { cu_stack_slab_free(slab) }
+    // The first slot alone, then runs that double: 1, 1, 2, 4, 8, 16, 32 slots.
+    _ = try #require(cu_stack_slab_fiber(slab, 0))
+    #expect(cu_stack_slab_guard_calls(slab) == 1)
+    for index in 1..<64 { _ = try #require(cu_stack_slab_fiber(slab, index)) }
+    if cu_stack_guard_runs_work() != 0 {
+      #expect(cu_stack_slab_guard_calls(slab) <= 7)
+    } else {
+      // A kernel that takes no runs (before Linux 6.14), or has no guard markers: one call per
+      // slot, after at most one refused run.
+      #expect(cu_stack_slab_guard_calls(slab) <= 65)
+    }
+    // Rebuilding released slots needs no guard: theirs stayed.
+    let fibers = try (0..<64).map { try #require(cu_stack_slab_fiber(slab, $0)) }
+    fibers.withUnsafeBufferPointer { cu_stack_release_fibers($0.baseAddress!, $0.count) }
+    let calls = cu_stack_slab_guard_calls(slab)
+    for index in 0..<64 { _ = try #require(cu_stack_slab_fiber(slab, index)) }
+    #expect(cu_stack_slab_guard_calls(slab) == calls)
+  }
+
   @Test func releasedSlotsOfSeveralSlabsComeBackZeroed() throws {
     let first = try #require(cu_stack_slab_new(64 * 1024, 64 * 1024, 3))
     let second = try #require(cu_stack_slab_new(64 * 1024, 64 * 1024, 2))

@@ -42,6 +42,17 @@ void cu_stack_slab_free(cu_stack_slab *_Nonnull slab);
 /// The number of slots of the slab.
 size_t cu_stack_slab_count(const cu_stack_slab *_Nonnull slab);
 
+/// For tests: guards installed from now on are PROT_NONE regions made by mprotect, one system
+/// call per slot, as on a kernel without guard markers. For good: there is no way back.
+void cu_stack_force_guard_fallback(void);
+
+/// For tests: 1 while guards are installed as guard markers in runs of slots (one system call per
+/// run), 0 once the kernel refused either and every guard is installed alone.
+int cu_stack_guard_runs_work(void);
+
+/// For tests: the system calls made so far to install the slab's guards (one for a run of slots).
+size_t cu_stack_slab_guard_calls(const cu_stack_slab *_Nonnull slab);
+
 /// The index of a slab fiber's slot.
 size_t cu_fiber_slot(const cu_fiber *_Nonnull fiber);
 
