@@ -4,13 +4,13 @@ import Foundation
 /// link each way. All of it is used under the world's lock.
 final class SimulatedConnection: @unchecked Sendable {  // used under the world's lock
   let world: SimulatedWorld
-  let hosts: [Int]
-  var ports: [UInt16]
+  let hosts: SimulatedSides<Int>
+  let ports: SimulatedSides<UInt16>
   /// The hosts' lives the sides belong to.
-  let epochs: [Int]
+  let epochs: SimulatedSides<Int>
   // Unchecked: the world's lock makes every access exclusive.
   @exclusivity(unchecked) var sides = [Side(), Side()]
-  private(set) var links: [SimulatedLink] = []
+  let links: SimulatedSides<SimulatedLink>
 
   /// Where one side is in its life.
   enum Phase {
@@ -49,13 +49,12 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
 
   init(world: SimulatedWorld, from client: Int, to server: Int, port: UInt16) {
     self.world = world
-    hosts = [client, server]
-    epochs = [world.hosts[client].epoch, world.hosts[server].epoch]
-    ports = [world.hosts[client].ephemeralPort(), port]
-    links = [
-      SimulatedLink(connection: self, side: 0, from: client, to: server),
-      SimulatedLink(connection: self, side: 1, from: server, to: client),
-    ]
+    hosts = SimulatedSides(client, server)
+    epochs = SimulatedSides(world.hosts[client].epoch, world.hosts[server].epoch)
+    ports = SimulatedSides(world.hosts[client].ephemeralPort(), port)
+    links = SimulatedSides(
+      SimulatedLink(side: 0, from: client, to: server),
+      SimulatedLink(side: 1, from: server, to: client))
     sides[0].phase = .connecting
     world.hosts[client].connections[ObjectIdentifier(self)] = self
   }
@@ -75,7 +74,7 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     case .closed:
       // Nobody reads there: a peer still talking is told so, as TCP answers with a reset.
       switch segment {
-      case .data, .accept: links[side].send(.reset, lossy: false)
+      case .data, .accept: links[side].send(.reset, lossy: false, on: self)
       default: break
       }
       return
@@ -115,14 +114,14 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     let host = world.hosts[hosts[1]]
     guard sides[1].phase == .absent else { return }
     guard host.isUp, host.epoch == epochs[1], let listener = host.listeners[ports[1]] else {
-      links[1].send(.refuse)
+      links[1].send(.refuse, on: self)
       return
     }
     sides[1].phase = .waiting
     host.connections[ObjectIdentifier(self)] = self
     listener.backlog.append(self)
     listener.wakeAll()
-    links[1].send(.accept)
+    links[1].send(.accept, on: self)
   }
 
   /// The host of `host` crashed: the sides there vanish, with what they were sending, and a
@@ -130,8 +129,8 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
   func vanish(on host: Int) {
     for side in 0..<2 where hosts[side] == host && sides[side].isLive {
       sides[side].phase = .vanished
-      links[side].drop()
-      if sides[1 - side].phase != .absent { links[side].send(.reset, lossy: false) }
+      links[side].drop(on: self)
+      if sides[1 - side].phase != .absent { links[side].send(.reset, lossy: false, on: self) }
       // Whoever still waits there is a coroutine of the crashed host that was not cancelled
       // with its tasks (a detached one): it is cancelled at this wait.
       sides[side].waiters.resumeAll(.failure(CancellationError()))
@@ -156,8 +155,10 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     if available == 0 { return sides[side].finished ? [] : nil }
     let start = sides[side].consumed
     if start == 0 && available <= maxBytes {
-      defer { sides[side].inbound = [] }
-      return sides[side].inbound
+      // Moved out, not copied: a copy would retain the bytes here and release them below.
+      var bytes: [UInt8] = []
+      swap(&bytes, &sides[side].inbound)
+      return bytes
     }
     let count = min(available, maxBytes)
     let bytes = Array(sides[side].inbound[start..<start + count])
@@ -174,13 +175,13 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
   func write(_ side: Int, _ bytes: [UInt8]) throws {
     try check(side)
     if sides[side].sentFinish { throw POSIXError(.EPIPE) }
-    if !bytes.isEmpty { links[side].send(.data(bytes)) }
+    if !bytes.isEmpty { links[side].send(.data(bytes), on: self) }
   }
 
   func shutdownWrite(_ side: Int) {
     guard sides[side].isLive, !sides[side].sentFinish else { return }
     sides[side].sentFinish = true
-    links[side].send(.finish)
+    links[side].send(.finish, on: self)
   }
 
   func close(_ side: Int) {
@@ -189,7 +190,7 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     if sides[side].phase == .connecting {
       // Given up before the answer came (a timeout, say): the attempt stops, as a closed
       // socket stops sending its SYN, so a partition that held it does not deliver it later.
-      links[side].drop()
+      links[side].drop(on: self)
     } else if wasLive {
       shutdownWrite(side)
     }
@@ -207,5 +208,22 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     case .reset, .vanished, .refused: throw POSIXError(.ECONNRESET)
     default: break
     }
+  }
+}
+
+/// Two values, one per side of a connection (0, the connecting side, or 1, the accepting one),
+/// indexed as an array of two is, but stored inline: reading one side's value retains no array
+/// buffer, per segment.
+struct SimulatedSides<Element> {
+  let first: Element
+  let second: Element
+
+  init(_ first: Element, _ second: Element) {
+    self.first = first
+    self.second = second
+  }
+
+  subscript(side: Int) -> Element {
+    @inline(__always) get { side == 0 ? first : second }
   }
 }

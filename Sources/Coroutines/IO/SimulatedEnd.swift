@@ -34,7 +34,7 @@ final class SimulatedEnd: Sendable {
         throw POSIXError(.EHOSTUNREACH)
       }
       let connection = SimulatedConnection(world: world, from: from, to: to, port: port)
-      connection.links[0].send(.connect)
+      connection.links[0].send(.connect, on: connection)
       return connection
     }
     // Made outside the lock: its release (on a failure below) takes the lock to close it.

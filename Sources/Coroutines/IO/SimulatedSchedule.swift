@@ -97,26 +97,40 @@ extension SimulatedWorld {
   }
 
   private func armTimer(at deadline: UInt64, now: UInt64) {
-    // Weak: the loop holds its timers, and the world its loop. A network that nobody can reach
-    // any more (no host's coroutine waits on it) has nobody to deliver to, and its deinit
-    // cancels this timer. (Unowned, which would spare the world the side table that a weak
-    // reference gives it, left the simulated walkthroughs' networks alive at exit under
-    // LeakSanitizer.)
+    // The timer reaches the world through `deliveries`, not through a reference of its own: the
+    // loop holds its timers and the world its loop, so a strong one would keep a network that
+    // nobody can reach alive with its loop, and a weak one gives the world a side table, which
+    // sends every retain and release of the world down the runtime's slow path.
     let timer = loop.schedule(after: deadline > now ? Double(deadline - now) / 1e9 : 0) {
-      [weak self] in
-      guard let self else { return }
-      lock.withLock { deliverDue() }
+      [deliveries] in deliveries.deliverDue()
     }
     schedule.arm(timer, for: deadline)
   }
 
   /// The timer fired: delivers everything due, then arms the timer for what comes next.
-  private func deliverDue() {
+  fileprivate func deliverDue() {
     schedule.disarm()
     let now = self.now
     while let (connection, side) = schedule.popDue(by: now) {
-      connection.links[side].deliverDue()
+      connection.links[side].deliverDue(now: now, on: connection)
     }
     if let next = schedule.nextArrival { armTimer(at: next, now: now) }
+  }
+}
+
+/// What a world's delivery timers hold: the world, unretained, until its deinit clears it.
+///
+/// An armed timer always has deliveries behind it, and each pending delivery holds its
+/// connection, which holds the world: so a timer that fires finds its world alive, and its
+/// deinit (which cancels the armed timer) cannot run meanwhile. A delivery holds the world for
+/// as long as it runs, though: the connections it delivers for are released as it goes, and the
+/// last of them may be the last reference to the world.
+final class SimulatedDeliveries: @unchecked Sendable {  // used on the loop's thread (see above)
+  unowned(unsafe) var world: SimulatedWorld?
+
+  /// Delivers what is due, the world held meanwhile.
+  func deliverDue() {
+    guard let world else { return }
+    withExtendedLifetime(world) { world.lock.withLock { world.deliverDue() } }
   }
 }

@@ -19,13 +19,17 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   @exclusivity(unchecked) private var records: [SimulatedTraceRecord] = []
   /// The deliveries on their way.
   @exclusivity(unchecked) var schedule = SimulatedSchedule()
+  /// Where the loop's delivery timers find this world.
+  let deliveries = SimulatedDeliveries()
 
   init(loop: CoroutineTestLoop) {
     self.loop = loop
     random = SplitMix64(seed: loop.seed ?? 0)
+    deliveries.world = self
   }
 
   deinit {
+    deliveries.world = nil
     // A timer of the loop that would deliver for this world goes with it.
     schedule.cancelTimer()
     schedule.dropAll()
@@ -118,13 +122,13 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   private func releaseHeld() {
     let released = held.filter { !isBlocked($0.link.from, $0.link.to) }
     held.removeAll { !isBlocked($0.link.from, $0.link.to) }
-    for held in released { held.link.release() }
+    for held in released { held.release() }
   }
 
   // MARK: Time and chance
 
   /// The loop's virtual clock in nanoseconds.
-  var now: UInt64 { UInt64((loop.now * 1e9).rounded()) }
+  var now: UInt64 { loop.clockNanoseconds }
 
   /// A number in `0 ..< 1` from the seed.
   private func unit() -> Double {
