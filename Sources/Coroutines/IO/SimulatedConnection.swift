@@ -3,6 +3,12 @@ import Foundation
 /// A simulated TCP connection: two sides (0 connected, 1 accepted), each on its host, and a
 /// link each way. All of it is used under the world's lock.
 final class SimulatedConnection: @unchecked Sendable {  // used under the world's lock
+  /// The bytes one side may have written that its peer has not read yet, in each direction:
+  /// about what a real connection's send and receive buffers hold together before a write
+  /// blocks (Linux starts a loopback connection with 128 KiB to receive and grows its 16 KiB
+  /// to send as needed).
+  static let sendWindow = 256 * 1024
+
   let world: SimulatedWorld
   let hosts: SimulatedSides<Int>
   let ports: SimulatedSides<UInt16>
@@ -37,7 +43,19 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     var finished = false
     /// This side finished its own stream (`shutdownWrite` or `close`).
     var sentFinish = false
+    /// The bytes this side wrote that its peer has not read yet: at most `sendWindow`.
+    var unread = 0
+    /// The coroutines waiting to read (or to connect) on this side.
     var waiters = SimulatedWaiters()
+    /// The coroutines waiting to write on this side, for room in the window: apart from the
+    /// readers, so that room made by the peer's reads wakes no reader of this side for nothing.
+    var writers = SimulatedWaiters()
+
+    /// The peer read `count` of the bytes this side wrote: wakes the writers waiting for room.
+    mutating func madeRoom(_ count: Int) {
+      unread -= count
+      writers.resumeAll(.success(()))
+    }
 
     var isLive: Bool {
       switch phase {
@@ -59,9 +77,15 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     world.hosts[client].connections[ObjectIdentifier(self)] = self
   }
 
-  /// Wakes every coroutine waiting on `side`: each looks again at what changed.
+  /// Wakes the coroutines waiting to read on `side`: each looks again at what changed.
   func wake(_ side: Int) {
     sides[side].waiters.resumeAll(.success(()))
+  }
+
+  /// Wakes every coroutine waiting on `side`, writers too: the side cannot be used any more.
+  func wakeAll(_ side: Int) {
+    sides[side].waiters.resumeAll(.success(()))
+    sides[side].writers.resumeAll(.success(()))
   }
 
   /// A segment arrived at `side` (from the other side).
@@ -104,6 +128,8 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
       sides[side].inbound = []
       sides[side].consumed = 0
       forget(side)
+      wakeAll(side)
+      return
     case .connect: break
     }
     wake(side)
@@ -134,6 +160,7 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
       // Whoever still waits there is a coroutine of the crashed host that was not cancelled
       // with its tasks (a detached one): it is cancelled at this wait.
       sides[side].waiters.resumeAll(.failure(CancellationError()))
+      sides[side].writers.resumeAll(.failure(CancellationError()))
     }
   }
 
@@ -158,6 +185,7 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
       // Moved out, not copied: a copy would retain the bytes here and release them below.
       var bytes: [UInt8] = []
       swap(&bytes, &sides[side].inbound)
+      madeRoom(available, readAt: side)
       return bytes
     }
     let count = min(available, maxBytes)
@@ -168,14 +196,32 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     } else {
       sides[side].consumed += count
     }
+    madeRoom(count, readAt: side)
     return bytes
   }
 
-  /// Sends `bytes` from `side`: the simulated send buffer takes everything at once.
-  func write(_ side: Int, _ bytes: [UInt8]) throws {
+  /// `side` read `count` bytes: its peer may write as many more.
+  private func madeRoom(_ count: Int, readAt side: Int) {
+    sides[1 - side].madeRoom(count)
+  }
+
+  /// Sends from `side` what fits in the window of `bytes` from `sent` on, counting it in
+  /// `sent`: true once every byte is sent, false while the window is full (the peer has not
+  /// read enough), as a real socket's send buffer takes what it has room for.
+  func write(_ side: Int, _ bytes: [UInt8], sent: inout Int) throws -> Bool {
     try check(side)
     if sides[side].sentFinish { throw POSIXError(.EPIPE) }
-    if !bytes.isEmpty { links[side].send(.data(bytes), on: self) }
+    let remaining = bytes.count - sent
+    if remaining == 0 { return true }
+    let room = Self.sendWindow - sides[side].unread
+    if room <= 0 { return false }
+    let count = min(room, remaining)
+    // The array itself when it goes whole, as it usually does: no copy of the bytes.
+    let segment = count == bytes.count ? bytes : Array(bytes[sent..<sent + count])
+    sides[side].unread += count
+    sent += count
+    links[side].send(.data(segment), on: self)
+    return sent == bytes.count
   }
 
   func shutdownWrite(_ side: Int) {
@@ -198,7 +244,11 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
     sides[side].inbound = []
     sides[side].consumed = 0
     if wasLive { forget(side) }
-    wake(side)
+    // Nothing will be read here any more: what the peer writes from now on is answered with a
+    // reset when it arrives, so the peer's writer goes on until it learns of it.
+    sides[1 - side].unread = 0
+    sides[1 - side].writers.resumeAll(.success(()))
+    wakeAll(side)
   }
 
   /// Throws what a call on `side` throws once it cannot be used.

@@ -69,9 +69,21 @@ final class SimulatedEnd: Sendable {
     return bytes.count
   }
 
+  /// Writes all of `bytes`, waiting for room in the window (see
+  /// `SimulatedConnection.sendWindow`) while the peer does not read, until the virtual
+  /// deadline.
   func write(_ bytes: [UInt8], timeout: Double?, call: StaticString) throws {
-    _ = checkedTimeout(timeout, in: call)
-    try world.lock.withLock { try connection.write(side, bytes) }
+    let timeout = checkedTimeout(timeout, in: call)
+    let (connection, side) = (self.connection, self.side)
+    var sent = 0
+    // Usually the window has room: one look under the lock, and no wait to set up.
+    if try world.lock.withLock({ try connection.write(side, bytes, sent: &sent) }) { return }
+    // The clock has not moved since the call began: nothing was waited for yet.
+    let deadline = timeout.map { world.now &+ world.nanoseconds($0) }
+    try world.wait(
+      until: deadline, { try connection.write(side, bytes, sent: &sent) ? () : nil },
+      register: { connection.sides[side].writers.append($0) },
+      unregister: { connection.sides[side].writers.remove($0) })
   }
 
   func shutdownWrite() {
