@@ -9,7 +9,10 @@ final class SimulatedConnection: @unchecked Sendable {  // used under the world'
   /// to send as needed).
   static let sendWindow = 256 * 1024
 
-  let world: SimulatedWorld
+  /// Unowned: the world holds its connections (in its hosts' lists, its schedule and its held
+  /// links), and a connection holding it back would keep a network with segments on their way
+  /// alive after everything else let go of it. A stream's end holds the world itself.
+  unowned(unsafe) let world: SimulatedWorld
   let hosts: SimulatedSides<Int>
   let ports: SimulatedSides<UInt16>
   /// The hosts' lives the sides belong to.

@@ -4,21 +4,22 @@ import Foundation
 /// ``SimulatedConnection``. Released without `close()`, it closes its side, as a released
 /// stream closes its socket.
 final class SimulatedEnd: Sendable {
+  /// Held here: the connection refers to its world unowned.
+  let world: SimulatedWorld
   let connection: SimulatedConnection
   let side: Int
 
   init(_ connection: SimulatedConnection, side: Int) {
+    world = connection.world
     self.connection = connection
     self.side = side
   }
 
   deinit {
     // Never released under the world's lock: only streams hold an end.
-    let (connection, side) = (self.connection, self.side)
-    connection.world.lock.withLock { connection.close(side) }
+    let (world, connection, side) = (self.world, self.connection, self.side)
+    world.lock.withLock { connection.close(side) }
   }
-
-  private var world: SimulatedWorld { connection.world }
 
   /// Connects from the host of `binding` to `target`'s `port`, one round trip later.
   static func connect(

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The deliveries on their way, in arrival order, behind one timer of the test loop.
 ///
 /// A timer per segment cost an allocation or three and a heap entry in the loop each; here a
@@ -118,19 +120,34 @@ extension SimulatedWorld {
   }
 }
 
-/// What a world's delivery timers hold: the world, unretained, until its deinit clears it.
+/// What a world's delivery timers hold: the world's address, unretained, until its deinit
+/// clears it (as `TimerCancellations` holds a loop's).
 ///
-/// An armed timer always has deliveries behind it, and each pending delivery holds its
-/// connection, which holds the world: so a timer that fires finds its world alive, and its
-/// deinit (which cancels the armed timer) cannot run meanwhile. A delivery holds the world for
-/// as long as it runs, though: the connections it delivers for are released as it goes, and the
-/// last of them may be the last reference to the world.
-final class SimulatedDeliveries: @unchecked Sendable {  // used on the loop's thread (see above)
-  unowned(unsafe) var world: SimulatedWorld?
+/// A delivery runs under this lock, so a world released on another thread meanwhile waits in
+/// its deinit until the delivery is over. A delivery never releases its own world: what it
+/// lets go of (connections, segments, resumers) does not hold the world.
+final class SimulatedDeliveries: Sendable {
+  /// The world's address (0: gone).
+  private let world = Mutex<UInt>(0)
 
-  /// Delivers what is due, the world held meanwhile.
+  /// Delivers to `world` from now on; called once, at the end of the world's `init`.
+  func attach(_ world: SimulatedWorld) {
+    let address = UInt(bitPattern: Unmanaged.passUnretained(world).toOpaque())
+    self.world.withLock { $0 = address }
+  }
+
+  /// Delivers to nobody from now on; called from the world's `deinit`.
+  func detach() {
+    world.withLock { $0 = 0 }
+  }
+
+  /// Delivers what is due, if the world is still there.
   func deliverDue() {
-    guard let world else { return }
-    withExtendedLifetime(world) { world.lock.withLock { world.deliverDue() } }
+    world.withLock { address in
+      guard let pointer = UnsafeRawPointer(bitPattern: address) else { return }
+      Unmanaged<SimulatedWorld>.fromOpaque(pointer)._withUnsafeGuaranteedRef { world in
+        world.lock.withLock { world.deliverDue() }
+      }
+    }
   }
 }

@@ -25,11 +25,11 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   init(loop: CoroutineTestLoop) {
     self.loop = loop
     random = SplitMix64(seed: loop.seed ?? 0)
-    deliveries.world = self
+    deliveries.attach(self)
   }
 
   deinit {
-    deliveries.world = nil
+    deliveries.detach()
     // A timer of the loop that would deliver for this world goes with it.
     schedule.cancelTimer()
     schedule.dropAll()

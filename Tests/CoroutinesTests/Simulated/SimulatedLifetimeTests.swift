@@ -27,4 +27,27 @@ import Testing
     #expect(worldLeft == nil, "the network outlived its last task")
     #expect(loopLeft == nil, "the loop outlived its network")
   }
+
+  @Test func aNetworkLeftWithSegmentsOnTheirWayIsFreedWithItsLoop() throws {
+    weak var loopLeft: CoroutineTestLoop?
+    weak var worldLeft: SimulatedWorld?
+    do {
+      let net = SimulatedPair()
+      loopLeft = net.loop
+      worldLeft = net.network.world
+      net.startEchoServer()
+      net.client.launch {
+        let stream = try CoTCPStream.connect(host: "server", port: 7)
+        _ = try stream.read(upTo: 10)
+      }
+      net.loop.advance(by: 1)
+      // Both ends are connected and waiting; the crashes send resets, still on their way when
+      // the test lets go.
+      net.finish()
+      #expect(net.loop.liveCoroutines == 0)
+      #expect(net.loop.pendingTimers > 0, "a reset is on its way")
+    }
+    #expect(worldLeft == nil, "the network outlived its test")
+    #expect(loopLeft == nil, "the loop outlived its network")
+  }
 }
