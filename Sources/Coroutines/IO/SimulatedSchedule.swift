@@ -23,8 +23,11 @@ struct SimulatedSchedule {
 
   private var heap: [Entry] = []
   private var nextSequence: UInt64 = 0
-  /// The loop's timer and the arrival it is armed for.
-  private var armed: (deadline: UInt64, timer: any CoroutineTimer)?
+  /// The arrival the loop's timer is armed for (`UInt64.max`: none), apart from the timer
+  /// itself: comparing with it per segment copies no existential (a retain and a release).
+  private var armedDeadline = UInt64.max
+  /// The loop's timer, while armed.
+  private var armedTimer: (any CoroutineTimer)?
 
   /// Adds a delivery of `side`'s link of `connection` at `arrival`; true if the loop's timer
   /// must be armed (again) for it.
@@ -41,23 +44,26 @@ struct SimulatedSchedule {
       heap.swapAt(child, parent)
       child = parent
     }
-    guard let armed else { return true }
-    return arrival < armed.deadline
+    return armedTimer == nil || arrival < armedDeadline
   }
 
   /// Records the timer armed for `deadline`, cancelling the one it replaces.
   mutating func arm(_ timer: any CoroutineTimer, for deadline: UInt64) {
-    armed?.timer.cancel()
-    armed = (deadline, timer)
+    armedTimer?.cancel()
+    armedTimer = timer
+    armedDeadline = deadline
   }
 
   /// The timer fired: forgets it.
-  mutating func disarm() { armed = nil }
+  mutating func disarm() {
+    armedTimer = nil
+    armedDeadline = .max
+  }
 
   /// Cancels the armed timer (the network is going away).
   mutating func cancelTimer() {
-    armed?.timer.cancel()
-    armed = nil
+    armedTimer?.cancel()
+    disarm()
   }
 
   /// The earliest arrival still to come.

@@ -62,32 +62,36 @@ extension SimulatedWorld {
       var found: R?
       var waiter: CoroutineResumer<Void>?
       var timer: (any CoroutineTimer)?
-      defer {
-        timer?.cancel()
+      defer { timer?.cancel() }
+      do {
+        try coroutine.suspend(for: .simulatedNetwork) { (resumer: CoroutineResumer<Void>) in
+          do {
+            found = try lock.withLock {
+              if let result = try attempt() { return result }
+              register(resumer)
+              return nil
+            }
+          } catch {
+            resumer.resume(.failure(error))
+            return
+          }
+          if found != nil {
+            resumer.resume(.success(()))
+            return
+          }
+          waiter = resumer
+          if let deadline {
+            let now = self.now
+            timer = loop.schedule(after: Double(deadline > now ? deadline - now : 0) / 1e9) {
+              resumer.resume(.failure(CoroutineError.timedOut))
+            }
+          }
+        }
+      } catch {
+        // Woken otherwise than by its list (a timeout, a cancellation): still on it. A wake by
+        // the list took every waiter off it, so a wait that ends well looks at it no more.
         if let waiter { lock.withLock { unregister(waiter) } }
-      }
-      try coroutine.suspend(for: .simulatedNetwork) { (resumer: CoroutineResumer<Void>) in
-        do {
-          found = try lock.withLock {
-            if let result = try attempt() { return result }
-            register(resumer)
-            return nil
-          }
-        } catch {
-          resumer.resume(.failure(error))
-          return
-        }
-        if found != nil {
-          resumer.resume(.success(()))
-          return
-        }
-        waiter = resumer
-        if let deadline {
-          let now = self.now
-          timer = loop.schedule(after: Double(deadline > now ? deadline - now : 0) / 1e9) {
-            resumer.resume(.failure(CoroutineError.timedOut))
-          }
-        }
+        throw error
       }
       if let found { return found }
       if let result = try lock.withLock(attempt) { return result }
