@@ -4,21 +4,22 @@ import Foundation
 /// ``SimulatedConnection``. Released without `close()`, it closes its side, as a released
 /// stream closes its socket.
 final class SimulatedEnd: Sendable {
+  /// Held here: the connection refers to its world unowned.
+  let world: SimulatedWorld
   let connection: SimulatedConnection
   let side: Int
 
   init(_ connection: SimulatedConnection, side: Int) {
+    world = connection.world
     self.connection = connection
     self.side = side
   }
 
   deinit {
     // Never released under the world's lock: only streams hold an end.
-    let (connection, side) = (self.connection, self.side)
-    connection.world.lock.withLock { connection.close(side) }
+    let (world, connection, side) = (self.world, self.connection, self.side)
+    world.lock.withLock { connection.close(side) }
   }
-
-  private var world: SimulatedWorld { connection.world }
 
   /// Connects from the host of `binding` to `target`'s `port`, one round trip later.
   static func connect(
@@ -34,7 +35,7 @@ final class SimulatedEnd: Sendable {
         throw POSIXError(.EHOSTUNREACH)
       }
       let connection = SimulatedConnection(world: world, from: from, to: to, port: port)
-      connection.links[0].send(.connect)
+      connection.links[0].send(.connect, on: connection)
       return connection
     }
     // Made outside the lock: its release (on a failure below) takes the lock to close it.
@@ -69,9 +70,21 @@ final class SimulatedEnd: Sendable {
     return bytes.count
   }
 
+  /// Writes all of `bytes`, waiting for room in the window (see
+  /// `SimulatedConnection.sendWindow`) while the peer does not read, until the virtual
+  /// deadline.
   func write(_ bytes: [UInt8], timeout: Double?, call: StaticString) throws {
-    _ = checkedTimeout(timeout, in: call)
-    try world.lock.withLock { try connection.write(side, bytes) }
+    let timeout = checkedTimeout(timeout, in: call)
+    let (connection, side) = (self.connection, self.side)
+    var sent = 0
+    // Usually the window has room: one look under the lock, and no wait to set up.
+    if try world.lock.withLock({ try connection.write(side, bytes, sent: &sent) }) { return }
+    // The clock has not moved since the call began: nothing was waited for yet.
+    let deadline = timeout.map { world.now &+ world.nanoseconds($0) }
+    try world.wait(
+      until: deadline, { try connection.write(side, bytes, sent: &sent) ? () : nil },
+      register: { connection.sides[side].writers.append($0) },
+      unregister: { connection.sides[side].writers.remove($0) })
   }
 
   func shutdownWrite() {

@@ -39,6 +39,7 @@ public final class CoSimulatedHost: Sendable {
   @discardableResult
   public func launch<T>(name: String? = nil, _ body: @escaping () throws -> T) -> CoTask<T> {
     let world = network.world
+    let index = self.index
     let epoch = world.lock.withLock { world.hosts[index].epoch }
     // The launch inherits the launcher's coroutine-locals: bound here, the host reaches the new
     // coroutine and, through the same inheritance, everything it launches, at no cost to
@@ -47,24 +48,21 @@ public final class CoSimulatedHost: Sendable {
     CoLocalBinding.current = SimulatedHostBinding(host: self, epoch: epoch, next: saved)
     let task = co_launch(on: world.loop, name: name, body)
     CoLocalBinding.current = saved
-    let (up, finished) = world.lock.withLock { () -> (Bool, [any SimulatedHostTask]) in
+    let id = world.lock.withLock { () -> Int? in
       let record = world.hosts[index]
-      // Released after the lock: a finished task may hold the last reference to a stream,
-      // whose release takes the lock to close it.
-      var finished: [any SimulatedHostTask] = []
-      if record.tasks.count >= record.pruneAt {
-        // Pruned when the list has doubled since the last pruning: amortised, a launch costs
-        // one look at one task however many run.
-        finished = record.tasks.filter { $0.isSettled }
-        record.tasks.removeAll { $0.isSettled }
-        record.pruneAt = max(64, record.tasks.count * 2)
-      }
-      guard record.isUp && record.epoch == epoch else { return (false, finished) }
-      record.tasks.append(task)
-      return (true, finished)
+      guard record.isUp && record.epoch == epoch else { return nil }
+      record.nextTaskID += 1
+      record.tasks[record.nextTaskID] = task
+      return record.nextTaskID
     }
-    withExtendedLifetime(finished) {}
-    if !up { task.cancel() }
+    guard let id else {
+      task.cancel()
+      return task
+    }
+    // Forgotten once settled: the host's list holding a finished task would hold its coroutine,
+    // whose binding holds this host, its network and the list, a cycle that kept every network
+    // alive after its test.
+    task.whenSettled { _ in world.forgetTask(id, on: index) }
     return task
   }
 

@@ -38,11 +38,11 @@ enum SimulatedSegment {
 /// segment: so a segment never overtakes an earlier one (a lost one, resent later).
 /// A partition is checked on arrival: a link that meets one holds its queue until the way is
 /// repaired, then sends it on, in order, one latency later.
+///
+/// A link is reached only through its connection, which each call names (`on`): a reference
+/// of the link's own to its connection or its world cost a retain and a release at every use,
+/// per segment.
 final class SimulatedLink: @unchecked Sendable {  // used under the world's lock
-  // Unowned and unchecked: a link is reached only through its connection (which holds the
-  // world), and a counted reference cost a retain and a release at every use, per segment.
-  unowned(unsafe) let connection: SimulatedConnection
-  unowned(unsafe) let world: SimulatedWorld
   /// The side that sends on this link (0, the connecting side, or 1, the accepting one).
   let side: Int
   let from: Int
@@ -55,9 +55,7 @@ final class SimulatedLink: @unchecked Sendable {  // used under the world's lock
   /// True while a partition holds the queue.
   private var isHeld = false
 
-  init(connection: SimulatedConnection, side: Int, from: Int, to: Int) {
-    self.connection = connection
-    world = connection.world
+  init(side: Int, from: Int, to: Int) {
     self.side = side
     self.from = from
     self.to = to
@@ -65,60 +63,59 @@ final class SimulatedLink: @unchecked Sendable {  // used under the world's lock
 
   /// Sends `segment`: it arrives one latency from now, after every segment sent before it,
   /// and later by a retransmission timeout for each time it is lost (`lossy`).
-  func send(_ segment: SimulatedSegment, lossy: Bool = true) {
-    let world = self.world
+  func send(_ segment: SimulatedSegment, lossy: Bool = true, on connection: SimulatedConnection) {
+    let world = connection.world
     let losses = lossy ? world.drawLosses() : 0
     let resendDelay = losses == 0 ? 0 : world.nanoseconds(world.retransmitTimeout) &* UInt64(losses)
     let now = world.now
     let arrival = max(now &+ resendDelay &+ world.drawLatency(), lastArrival)
     lastArrival = arrival
     queue.append((arrival, segment, losses))
-    if !isHeld { scheduleDelivery(at: arrival, now: now) }
+    // The schedule holds the connection (which holds its links): a segment on its way keeps
+    // the connection alive after both of its streams are gone, as the kernel keeps a socket
+    // that still has data to deliver.
+    if !isHeld { world.scheduleDelivery(connection, side: side, at: arrival, now: now) }
   }
 
   /// Drops what is on its way: the sender vanished.
-  func drop() {
+  func drop(on connection: SimulatedConnection) {
     queue.removeAll()
     head = 0
     if isHeld {
       isHeld = false
-      world.held.removeAll { $0.connection === connection && $0.side == side }
+      connection.world.held.removeAll { $0.connection === connection && $0.side == side }
     }
   }
 
   /// Sends the held segments on, in order, one latency after now.
-  func release() {
+  func release(on connection: SimulatedConnection) {
     isHeld = false
+    let world = connection.world
     let now = world.now
     for index in head..<queue.count {
       let arrival = max(now &+ world.drawLatency(), lastArrival)
       lastArrival = arrival
       queue[index].arrival = arrival
-      scheduleDelivery(at: arrival, now: now)
+      world.scheduleDelivery(connection, side: side, at: arrival, now: now)
     }
   }
 
-  private func scheduleDelivery(at arrival: UInt64, now: UInt64) {
-    // The schedule holds the connection (which holds its links): a segment on its way keeps
-    // the connection alive after both of its streams are gone, as the kernel keeps a socket
-    // that still has data to deliver.
-    world.scheduleDelivery(connection, side: side, at: arrival, now: now)
-  }
-
-  /// Delivers the segments at the head of the queue that are due, unless a partition cuts the
-  /// way; then holds the queue.
-  func deliverDue() {
+  /// Delivers the segments at the head of the queue that are due by `now`, unless a partition
+  /// cuts the way; then holds the queue.
+  func deliverDue(now: UInt64, on connection: SimulatedConnection) {
     guard !isHeld, head < queue.count else { return }
-    let world = self.world
+    let world = connection.world
     if world.isBlocked(from, to) {
       isHeld = true
       world.held.append(HeldLink(connection: connection, side: side))
       return
     }
-    let now = world.now
     while head < queue.count, queue[head].arrival <= now {
-      let (_, segment, resent) = queue[head]
-      queue[head] = (0, .reset, 0)  // releases the bytes at once
+      // Moved out, leaving a segment without bytes: copying it out would retain and release
+      // its bytes.
+      var entry = (arrival: UInt64(0), segment: SimulatedSegment.reset, resent: 0)
+      swap(&entry, &queue[head])
+      let (segment, resent) = (entry.segment, entry.resent)
       head += 1
       let (kind, bytes) = segment.traceEntry
       world.record(
@@ -141,4 +138,7 @@ struct HeldLink {
   let side: Int
 
   var link: SimulatedLink { connection.links[side] }
+
+  /// Sends the held segments on (the way is repaired).
+  func release() { link.release(on: connection) }
 }

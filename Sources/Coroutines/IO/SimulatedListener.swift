@@ -23,7 +23,7 @@ final class SimulatedListenerState: @unchecked Sendable {  // used under the wor
     isClosed = true
     for connection in backlog where connection.sides[1].phase == .waiting {
       connection.sides[1].phase = .closed
-      connection.links[1].send(.reset, lossy: false)
+      connection.links[1].send(.reset, lossy: false, on: connection)
     }
     backlog = []
     wakeAll()

@@ -47,6 +47,11 @@ public enum CoLatency: Sendable, Equatable, CustomStringConvertible {
 ///   nothing in flight.
 /// - Latency draws and losses come from the loop's seed: the same seed gives the same ``trace``
 ///   and the same outcomes.
+/// - A stream's send side is bounded as a real socket's is: each direction of a connection
+///   holds at most 256 KiB written and not yet read by the peer. A write that does not fit
+///   sends what does and waits for the peer to read, until its timeout passes on the virtual
+///   clock (``CoroutineError/timedOut``), or fails as on a real socket once the connection is
+///   gone (`POSIXError(.ECONNRESET)` when the peer crashed or closed without reading).
 public final class CoSimulatedNetwork: Sendable {
   let world: SimulatedWorld
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The deliveries on their way, in arrival order, behind one timer of the test loop.
 ///
 /// A timer per segment cost an allocation or three and a heap entry in the loop each; here a
@@ -21,8 +23,11 @@ struct SimulatedSchedule {
 
   private var heap: [Entry] = []
   private var nextSequence: UInt64 = 0
-  /// The loop's timer and the arrival it is armed for.
-  private var armed: (deadline: UInt64, timer: any CoroutineTimer)?
+  /// The arrival the loop's timer is armed for (`UInt64.max`: none), apart from the timer
+  /// itself: comparing with it per segment copies no existential (a retain and a release).
+  private var armedDeadline = UInt64.max
+  /// The loop's timer, while armed.
+  private var armedTimer: (any CoroutineTimer)?
 
   /// Adds a delivery of `side`'s link of `connection` at `arrival`; true if the loop's timer
   /// must be armed (again) for it.
@@ -39,23 +44,26 @@ struct SimulatedSchedule {
       heap.swapAt(child, parent)
       child = parent
     }
-    guard let armed else { return true }
-    return arrival < armed.deadline
+    return armedTimer == nil || arrival < armedDeadline
   }
 
   /// Records the timer armed for `deadline`, cancelling the one it replaces.
   mutating func arm(_ timer: any CoroutineTimer, for deadline: UInt64) {
-    armed?.timer.cancel()
-    armed = (deadline, timer)
+    armedTimer?.cancel()
+    armedTimer = timer
+    armedDeadline = deadline
   }
 
   /// The timer fired: forgets it.
-  mutating func disarm() { armed = nil }
+  mutating func disarm() {
+    armedTimer = nil
+    armedDeadline = .max
+  }
 
   /// Cancels the armed timer (the network is going away).
   mutating func cancelTimer() {
-    armed?.timer.cancel()
-    armed = nil
+    armedTimer?.cancel()
+    disarm()
   }
 
   /// The earliest arrival still to come.
@@ -97,26 +105,55 @@ extension SimulatedWorld {
   }
 
   private func armTimer(at deadline: UInt64, now: UInt64) {
-    // Weak: the loop holds its timers, and the world its loop. A network that nobody can reach
-    // any more (no host's coroutine waits on it) has nobody to deliver to, and its deinit
-    // cancels this timer. (Unowned, which would spare the world the side table that a weak
-    // reference gives it, left the simulated walkthroughs' networks alive at exit under
-    // LeakSanitizer.)
+    // The timer reaches the world through `deliveries`, not through a reference of its own: the
+    // loop holds its timers and the world its loop, so a strong one would keep a network that
+    // nobody can reach alive with its loop, and a weak one gives the world a side table, which
+    // sends every retain and release of the world down the runtime's slow path.
     let timer = loop.schedule(after: deadline > now ? Double(deadline - now) / 1e9 : 0) {
-      [weak self] in
-      guard let self else { return }
-      lock.withLock { deliverDue() }
+      [deliveries] in deliveries.deliverDue()
     }
     schedule.arm(timer, for: deadline)
   }
 
   /// The timer fired: delivers everything due, then arms the timer for what comes next.
-  private func deliverDue() {
+  fileprivate func deliverDue() {
     schedule.disarm()
     let now = self.now
     while let (connection, side) = schedule.popDue(by: now) {
-      connection.links[side].deliverDue()
+      connection.links[side].deliverDue(now: now, on: connection)
     }
     if let next = schedule.nextArrival { armTimer(at: next, now: now) }
+  }
+}
+
+/// What a world's delivery timers hold: the world's address, unretained, until its deinit
+/// clears it (as `TimerCancellations` holds a loop's).
+///
+/// A delivery runs under this lock, so a world released on another thread meanwhile waits in
+/// its deinit until the delivery is over. A delivery never releases its own world: what it
+/// lets go of (connections, segments, resumers) does not hold the world.
+final class SimulatedDeliveries: Sendable {
+  /// The world's address (0: gone).
+  private let world = Mutex<UInt>(0)
+
+  /// Delivers to `world` from now on; called once, at the end of the world's `init`.
+  func attach(_ world: SimulatedWorld) {
+    let address = UInt(bitPattern: Unmanaged.passUnretained(world).toOpaque())
+    self.world.withLock { $0 = address }
+  }
+
+  /// Delivers to nobody from now on; called from the world's `deinit`.
+  func detach() {
+    world.withLock { $0 = 0 }
+  }
+
+  /// Delivers what is due, if the world is still there.
+  func deliverDue() {
+    world.withLock { address in
+      guard let pointer = UnsafeRawPointer(bitPattern: address) else { return }
+      Unmanaged<SimulatedWorld>.fromOpaque(pointer)._withUnsafeGuaranteedRef { world in
+        world.lock.withLock { world.deliverDue() }
+      }
+    }
   }
 }

@@ -1,12 +1,32 @@
+/// One coroutine's wait on the simulated network: its generation and result slot, as a
+/// `CoroutineResumer` holds them, without a resumer object to allocate and free per wait.
+///
+/// Every way a wait ends takes it off its list (a wake by the list empties it; a timeout or a
+/// cancellation takes it off in `SimulatedWorld.wait`), so no list drops one unanswered.
+struct SimulatedWaiter: @unchecked Sendable {  // the slot is written only by the wait's winner
+  let coroutine: Coroutine
+  let generation: UInt64
+  let slot: UnsafeMutablePointer<Result<Void, any Error>?>
+
+  /// Ends the wait with `result`, unless it has ended already.
+  func resume(_ result: Result<Void, any Error>) {
+    coroutine.deliver(result, to: slot, endingWait: generation)
+  }
+
+  func isSame(as other: SimulatedWaiter) -> Bool {
+    coroutine === other.coroutine && generation == other.generation
+  }
+}
+
 /// The coroutines waiting on a side or a listener: usually one, so the first is kept apart and
 /// waiting costs no array.
 struct SimulatedWaiters {
-  private var first: CoroutineResumer<Void>?
+  private var first: SimulatedWaiter?
   /// Optional rather than empty: retaining and releasing the shared empty array goes through
   /// the runtime's slow path (it is immortal), twice per wait.
-  private var others: [CoroutineResumer<Void>]?
+  private var others: [SimulatedWaiter]?
 
-  mutating func append(_ waiter: CoroutineResumer<Void>) {
+  mutating func append(_ waiter: SimulatedWaiter) {
     if first == nil {
       first = waiter
     } else if others == nil {
@@ -16,11 +36,11 @@ struct SimulatedWaiters {
     }
   }
 
-  mutating func remove(_ waiter: CoroutineResumer<Void>) {
-    if first === waiter {
+  mutating func remove(_ waiter: SimulatedWaiter) {
+    if first?.isSame(as: waiter) == true {
       first = others?.isEmpty == false ? others!.removeFirst() : nil
     } else {
-      others?.removeAll { $0 === waiter }
+      others?.removeAll { $0.isSame(as: waiter) }
     }
     if others?.isEmpty == true { others = nil }
   }
@@ -52,42 +72,51 @@ extension SimulatedWorld {
   func wait<R>(
     until deadline: UInt64?,
     _ attempt: () throws -> R?,
-    register: (CoroutineResumer<Void>) -> Void,
-    unregister: (CoroutineResumer<Void>) -> Void
+    register: (SimulatedWaiter) -> Void,
+    unregister: (SimulatedWaiter) -> Void
   ) throws -> R {
     if let result = try lock.withLock(attempt) { return result }
     let coroutine = try Coroutine.requireCurrent()
     while true {
       if let deadline, now >= deadline { throw CoroutineError.timedOut }
       var found: R?
-      var waiter: CoroutineResumer<Void>?
+      var waiter: SimulatedWaiter?
       var timer: (any CoroutineTimer)?
-      defer {
-        timer?.cancel()
+      defer { timer?.cancel() }
+      do {
+        let delivered = try coroutine.waitForDelivery(for: .simulatedNetwork) {
+          (generation, slot: UnsafeMutablePointer<Result<Void, any Error>?>) in
+          let resumer = SimulatedWaiter(coroutine: coroutine, generation: generation, slot: slot)
+          do {
+            found = try lock.withLock {
+              if let result = try attempt() { return result }
+              register(resumer)
+              return nil
+            }
+          } catch {
+            resumer.resume(.failure(error))
+            return
+          }
+          if found != nil {
+            resumer.resume(.success(()))
+            return
+          }
+          waiter = resumer
+          if let deadline {
+            let now = self.now
+            timer = loop.schedule(after: Double(deadline > now ? deadline - now : 0) / 1e9) {
+              resumer.resume(.failure(CoroutineError.timedOut))
+            }
+          }
+        }
+        // Nil: cancelled (the wait was ended without a result).
+        guard let delivered else { throw CancellationError() }
+        try delivered.get()
+      } catch {
+        // Woken otherwise than by its list (a timeout, a cancellation): still on it. A wake by
+        // the list took every waiter off it, so a wait that ends well looks at it no more.
         if let waiter { lock.withLock { unregister(waiter) } }
-      }
-      try coroutine.suspend(for: .simulatedNetwork) { (resumer: CoroutineResumer<Void>) in
-        do {
-          found = try lock.withLock {
-            if let result = try attempt() { return result }
-            register(resumer)
-            return nil
-          }
-        } catch {
-          resumer.resume(.failure(error))
-          return
-        }
-        if found != nil {
-          resumer.resume(.success(()))
-          return
-        }
-        waiter = resumer
-        if let deadline {
-          let now = self.now
-          timer = loop.schedule(after: Double(deadline > now ? deadline - now : 0) / 1e9) {
-            resumer.resume(.failure(CoroutineError.timedOut))
-          }
-        }
+        throw error
       }
       if let found { return found }
       if let result = try lock.withLock(attempt) { return result }

@@ -19,13 +19,17 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   @exclusivity(unchecked) private var records: [SimulatedTraceRecord] = []
   /// The deliveries on their way.
   @exclusivity(unchecked) var schedule = SimulatedSchedule()
+  /// Where the loop's delivery timers find this world.
+  let deliveries = SimulatedDeliveries()
 
   init(loop: CoroutineTestLoop) {
     self.loop = loop
     random = SplitMix64(seed: loop.seed ?? 0)
+    deliveries.attach(self)
   }
 
   deinit {
+    deliveries.detach()
     // A timer of the loop that would deliver for this world goes with it.
     schedule.cancelTimer()
     schedule.dropAll()
@@ -63,8 +67,11 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
       guard record.isUp else { return ([], nil) }
       record.isUp = false
       record.epoch += 1
-      defer { record.tasks = [] }
-      return (record.tasks, record.epoch - 1)
+      defer { record.tasks = [:] }
+      // In the order they were launched: the order of their cancellations is the order their
+      // coroutines run in next, which a seed must replay.
+      let tasks = record.tasks.sorted { $0.key < $1.key }.map(\.value)
+      return (tasks, record.epoch - 1)
     }
     // Cancelled first, so that the host's coroutines end with `CancellationError` rather than
     // with what their vanishing streams would say.
@@ -86,6 +93,14 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
       record.connections = [:]
       record.listeners = [:]
     }
+  }
+
+  /// A task launched on host `index` settled: the host's list lets go of it.
+  func forgetTask(_ id: Int, on index: Int) {
+    let task = lock.withLock { hosts[index].tasks.removeValue(forKey: id) }
+    // Released after the lock: a task may hold the last reference to a stream, whose release
+    // takes the lock to close it.
+    withExtendedLifetime(task) {}
   }
 
   // MARK: Partitions
@@ -118,13 +133,13 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   private func releaseHeld() {
     let released = held.filter { !isBlocked($0.link.from, $0.link.to) }
     held.removeAll { !isBlocked($0.link.from, $0.link.to) }
-    for held in released { held.link.release() }
+    for held in released { held.release() }
   }
 
   // MARK: Time and chance
 
   /// The loop's virtual clock in nanoseconds.
-  var now: UInt64 { UInt64((loop.now * 1e9).rounded()) }
+  var now: UInt64 { loop.clockNanoseconds }
 
   /// A number in `0 ..< 1` from the seed.
   private func unit() -> Double {
@@ -210,7 +225,6 @@ struct SimulatedTraceRecord {
 
 /// A task launched on a host, which a crash cancels.
 protocol SimulatedHostTask: AnyObject {
-  var isSettled: Bool { get }
   func cancel()
 }
 
@@ -227,10 +241,11 @@ final class SimulatedHostRecord {
   var listeners: [UInt16: SimulatedListenerState] = [:]
   /// The connections with an end on this host that is still open.
   var connections: [ObjectIdentifier: SimulatedConnection] = [:]
-  /// The tasks ``CoSimulatedHost/launch(name:_:)`` started in this life.
-  var tasks: [any SimulatedHostTask] = []
-  /// The length of `tasks` at which the finished ones are dropped.
-  var pruneAt = 64
+  /// The tasks ``CoSimulatedHost/launch(name:_:)`` started in this life that have not
+  /// settled, by the number of their launch.
+  var tasks: [Int: any SimulatedHostTask] = [:]
+  /// The number of the last task launched on the host.
+  var nextTaskID = 0
 
   init(name: String, address: String) {
     self.name = name

@@ -19,6 +19,12 @@ extension Coroutine {
         return
       }
       loop._withUnsafeGuaranteedRef { $0.enqueue(self) }
+    } else if away == nil, let driven = CoroutineTestLoop.currentPointer, driven == homeAddress {
+      // Woken on the thread that drives its test loop (by a timer or another of its coroutines):
+      // queued as itself, without a closure (the address spares a cast, as in `noteParkOffLoop`).
+      Unmanaged<CoroutineTestLoop>.fromOpaque(driven)._withUnsafeGuaranteedRef {
+        $0.enqueueResume(self)
+      }
     } else {
       scheduler.schedule { self.resume() }
     }

@@ -44,6 +44,10 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
 
   private let state: Mutex<State>
   private let live = Atomic<Int>(0)
+  /// `State.now`, copied out each time it moves: the clock is read far more often than it
+  /// moves (a simulated network reads it per segment, a park per wait), and a load costs no
+  /// lock.
+  private let clock = Atomic<UInt64>(0)
   /// Where this loop's timers report their cancellation.
   private let cancellations = TimerCancellations<CoroutineTestLoop>()
 
@@ -72,10 +76,10 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
   // MARK: Observing
 
   /// Virtual seconds since the loop was created. Only ``advance(by:)`` moves it.
-  public var now: Double { Double(state.withLock { $0.now }) / 1e9 }
+  public var now: Double { Double(clockNanoseconds) / 1e9 }
 
   /// ``now`` in whole nanoseconds, as parks record it.
-  var clockNanoseconds: UInt64 { state.withLock { $0.now } }
+  var clockNanoseconds: UInt64 { clock.load(ordering: .acquiring) }
 
   /// Coroutines that belong to this loop and have not finished.
   public var liveCoroutines: Int { live.load(ordering: .acquiring) }
@@ -101,6 +105,13 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
   /// with a seed, in the order the seed picks).
   public func schedule(_ job: @escaping @Sendable () -> Void) {
     state.withLock { $0.ready.append(.job(job)) }
+  }
+
+  /// Queues the resumption of `coroutine`, woken, as ``schedule(_:)`` would queue a job that
+  /// resumes it, without a closure to allocate per wake-up (as a `CoroutineLoop` queues its
+  /// coroutines themselves).
+  func enqueueResume(_ coroutine: Coroutine) {
+    state.withLock { $0.ready.append(.resume(coroutine)) }
   }
 
   /// Queues `job` to run once the virtual clock has moved `seconds` past ``now``. When its
@@ -159,16 +170,26 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
     drive("advance(by:)") {
       let target = state.withLock { $0.now.addingClamped(delta) }
       runReadyJobs()
-      while state.withLock({ $0.fireNextTimers(upTo: target) }) {
+      while state.withLock({ state -> Bool in
+        defer { clock.store(state.now, ordering: .releasing) }
+        return state.fireNextTimers(upTo: target)
+      }) {
         runReadyJobs()
       }
-      state.withLock { $0.now = max($0.now, target) }
+      state.withLock {
+        $0.now = max($0.now, target)
+        clock.store($0.now, ordering: .releasing)
+      }
     }
   }
 
   private func runReadyJobs() {
     while let job = state.withLock({ $0.takeNextJob() }) {
-      job()
+      switch job {
+      case .job(let job): job()
+      case .resume(let coroutine): coroutine.resume()
+      case .timer: break  // never returned: `takeNextJob` hands over a timer's job
+      }
     }
   }
 
@@ -223,17 +244,14 @@ extension CoroutineTestLoop {
 
     /// The next job to run. A timer is claimed only now, as it runs, so a timer cancelled while
     /// it waited among the ready jobs is skipped.
-    mutating func takeNextJob() -> Job? {
+    mutating func takeNextJob() -> ReadyJob? {
       moveDueTimers(dueBy: now)
       while ready.count > 0 {
-        switch ready.remove(at: random?.index(below: ready.count) ?? 0) {
-        case .job(let job):
-          return job
-        case .timer(let timer):
-          if let job = timer.claimJob() {
-            pendingTimers -= 1
-            return job
-          }
+        let next = ready.remove(at: random?.index(below: ready.count) ?? 0)
+        guard case .timer(let timer) = next else { return next }
+        if let job = timer.claimJob() {
+          pendingTimers -= 1
+          return .job(job)
         }
       }
       return nil
@@ -265,6 +283,8 @@ extension CoroutineTestLoop {
   /// A job, or a timer whose deadline has come and that runs unless cancelled first.
   fileprivate enum ReadyJob {
     case job(Job)
+    /// A woken coroutine to resume (see ``CoroutineTestLoop/enqueueResume(_:)``).
+    case resume(Coroutine)
     case timer(LoopTimer)
 
     var isCancelled: Bool {
