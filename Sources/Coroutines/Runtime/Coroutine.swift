@@ -103,19 +103,10 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     }
   }
 
-  // The delivered word, the wait word and the state side by side: a waker writes the first,
-  // claims the second and changes the third, and a watching loop looks at the state, so
-  // together they cross between cores as one line.
-  /// The value that ended the last wait, when it is a `T` that fits in a word (see
-  /// `deliver(_:to:endingWait:inRecord:)`): the woken coroutine reads it from the line the
-  /// wake-up brought back, rather than from its own frame's, which the waker would have taken
-  /// from its core.
-  // usableFromInline: the inlinable await writes and reads it. Unchecked: the claim makes the
-  // waker the only writer, and the wake-up orders its write before the coroutine's read.
-  @usableFromInline @exclusivity(unchecked) var deliveredWord: UInt = 0
-  /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
-  let waitWord = Atomic<UInt64>(0)
-  let state: Atomic<CoroutineState>
+  // The one-byte fields that need not be near the state fill the seven bytes that `work`
+  // leaves in its last word: after the state, they pushed the record a few bytes past a malloc
+  // size class (233 bytes, in a 256-byte chunk), and a burst of a million pending launches
+  // faulted in 16 MB more.
   @usableFromInline let cancelled = Atomic<Bool>(false)
   /// Whether `deliveredWord` holds the value of the wait that just ended.
   @usableFromInline @exclusivity(unchecked) var wordDelivered = false
@@ -133,9 +124,21 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Set by the loop when a `co_delay` sleep reaches its deadline, before it wakes the
   /// coroutine; a sleep woken without it was cancelled.
   var sleepRang = false
+  // The delivered word, the wait word and the state side by side: a waker writes the first,
+  // claims the second and changes the third, and a watching loop looks at the state, so
+  // together they cross between cores as one line.
+  /// The value that ended the last wait, when it is a `T` that fits in a word (see
+  /// `deliver(_:to:endingWait:inRecord:)`): the woken coroutine reads it from the line the
+  /// wake-up brought back, rather than from its own frame's, which the waker would have taken
+  /// from its core.
+  // usableFromInline: the inlinable await writes and reads it. Unchecked: the claim makes the
+  // waker the only writer, and the wake-up orders its write before the coroutine's read.
+  @usableFromInline @exclusivity(unchecked) var deliveredWord: UInt = 0
+  /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
+  let waitWord = Atomic<UInt64>(0)
+  let state: Atomic<CoroutineState>
   var exit = Exit.finish
-  // The 32-bit fields after the one-byte ones, which fill the bytes that `work` leaves in its
-  // last word.
+  // The 32-bit fields after the last one-byte ones.
   /// How many times `scheduler` has changed: with the coroutine's address, a cheap key for
   /// what was worked out from its scheduler (see InlineDriver).
   private(set) var schedulerChanges: UInt32 = 0
