@@ -87,9 +87,9 @@ struct ChildList {
     let capacity = header.pointee.capacity
     let head = header.pointee.head
     if head * 2 >= capacity || header.pointee.live * 2 > capacity {
-      // Either way places stay, so no child is touched. Twice as large with `realloc`: a large
-      // list is a mapping of its own that the kernel resizes without copying (see
-      // `Ring.grow()`), where a new one and a move faulted in every page again.
+      // Either way places stay, so no child is touched. Twice as large with `realloc`: glibc
+      // resizes a large list's mapping without copying it (see `Ring.grow()`), where a new
+      // list and a move faulted in every page again.
       let target = head * 2 >= capacity ? header : Self.reallocate(header, capacity: capacity * 2)
       let count = target.pointee.end - head
       if head > 0 {

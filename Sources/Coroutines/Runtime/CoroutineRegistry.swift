@@ -326,8 +326,8 @@ private struct Slots: ~Copyable {
     firstFree = slot
   }
 
-  /// With `realloc`: a large table is a mapping of its own that the kernel resizes without
-  /// copying (see `Ring.grow()`), so a burst of launches does not fault each page in twice.
+  /// With `realloc`: glibc resizes a large table's mapping without copying it (see
+  /// `Ring.grow()`), so a burst of launches does not fault each page in twice.
   private mutating func grow() {
     let newCapacity = max(64, capacity * 2)
     guard let raw = realloc(addresses, newCapacity * MemoryLayout<UInt>.stride) else {

@@ -180,9 +180,9 @@ struct Ring<Element>: ~Copyable {
 
   /// Doubles the storage (16 slots at first), the elements kept in order from `head`.
   ///
-  /// With `realloc`, as Go's and glibc's own growable tables do: a large ring is its own
-  /// mapping, which the kernel moves to its new size (`mremap`) without copying it, so its
-  /// pages are neither copied nor touched again. Allocating a new ring and moving the
+  /// With `realloc`, as Rust's `Vec` grows: glibc keeps a large block in a mapping of its own
+  /// and resizes it with `mremap`, so the kernel moves its pages rather than their being
+  /// copied, and a small block may grow in place. Allocating a new ring and moving the
   /// elements over wrote every page of the new one, faulting it in beside the old one, and a
   /// burst of a million launches paid that at each doubling of the loop's queue. Only the
   /// elements that wrapped round (before `head`) move, to just after the old end.
@@ -206,9 +206,9 @@ struct Ring<Element>: ~Copyable {
 
   /// `grow()` for elements that a bitwise copy does not move.
   private mutating func growByMoving(to larger: Int) {
-    guard
-      let raw = malloc(larger &* MemoryLayout<Element>.stride)
-    else { coStop("Ring: out of memory growing to \(larger) elements") }
+    guard let raw = malloc(larger &* MemoryLayout<Element>.stride) else {
+      coStop("Ring: out of memory growing to \(larger) elements")
+    }
     let bigger = raw.bindMemory(to: Element.self, capacity: larger)
     var offset = 0
     while offset < count {
