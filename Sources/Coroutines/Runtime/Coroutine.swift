@@ -65,9 +65,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // usableFromInline: set by the inlinable launch. Unchecked: only the task's launch and finish
   // and the coroutine's own code touch it, one after another, and no access calls out.
   @usableFromInline @exclusivity(unchecked) var attachment: (any TaskNode)?
-  /// The coroutine-local bindings (see `CoLocal`), set at launch from the launcher's and changed
-  /// only by the coroutine's own code; the runtime never looks inside.
-  @usableFromInline @exclusivity(unchecked) var locals: AnyObject?
+  /// The coroutine-local bindings (see `CoLocal`), given at creation (a launch passes the
+  /// launcher's) and changed only by the coroutine's own code; the runtime never looks inside.
+  // `Optional<…>` spelled out: a `T?` property starts as nil before `init` assigns it, and
+  // that first assignment released the nil. Given to `init` rather than stored after it: a
+  // store after the record was made retained and released the record around the call that
+  // looked the launcher's bindings up.
+  @usableFromInline @exclusivity(unchecked) var locals: Optional<AnyObject>
 
   var fiber: OpaquePointer?
   /// Where callbacks running on this coroutine leave the work they start (see ``Trampoline``),
@@ -150,13 +154,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Last: its optional's tag byte would otherwise leave seven bytes of padding.
   let accounting: AccountingLoop?
 
-  /// Creates a coroutine that runs `body` on `scheduler`; nothing runs until `start()`.
-  /// `body` returns the closure that publishes its outcome, called once the coroutine is off
-  /// its stack.
+  /// Creates a coroutine that runs `body` on `scheduler`, with the coroutine-local bindings
+  /// `locals`; nothing runs until `start()`. `body` returns the closure that publishes its
+  /// outcome, called once the coroutine is off its stack.
   @usableFromInline
   init(
     scheduler: any CoroutineScheduler, name: String?, stackSize: Int, sharedStack: Bool = false,
-    body: @escaping () -> (() -> Void)
+    locals: consuming AnyObject? = nil, body: @escaping () -> (() -> Void)
   ) {
     coPrecondition(
       !sharedStack || scheduler is CoroutineLoop || scheduler is CoroutineLoopGroup,
@@ -169,6 +173,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.roams = !sharedStack && scheduler is CoroutineLoopGroup
     self.state = Atomic(.created)
     self.accounting = AccountingLoop(of: scheduler)
+    self.locals = consume locals
     // Moved in, not copied: a copy made the specialised body retain them and its caller's
     // thunk release them again (a pair of calls each per launch).
     self.work = .body(consume body)
@@ -177,7 +182,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// Creates a coroutine of `group` launched without a scheduler by one of the group's own
-  /// coroutines, which keeps the group alive meanwhile (see `Home.group`).
+  /// coroutines, which keeps the group alive meanwhile (see `Home.group`), with the
+  /// coroutine-local bindings `locals`.
   ///
   /// A second designated initializer rather than both delegating to one taking the home, the
   /// loop and the accounting: that one cost every launch about 60 instructions more (measured
@@ -185,7 +191,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   @usableFromInline
   init(
     inheriting group: Unmanaged<CoroutineLoopGroup>, name: String?, stackSize: Int,
-    sharedStack: Bool, body: @escaping () -> (() -> Void)
+    sharedStack: Bool, locals: consuming AnyObject?, body: @escaping () -> (() -> Void)
   ) {
     self.name = name
     self.stackBytes = UInt32(stackSize)
@@ -195,6 +201,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.roams = !sharedStack
     self.state = Atomic(.created)
     self.accounting = AccountingLoop(group: group)
+    self.locals = consume locals
     self.work = .body(consume body)
     self.homeReference = .group(group)
     CoroutineRegistry.coroutineCreated(self, accounting: accounting)
