@@ -21,6 +21,27 @@ import Testing
     #expect(list.isEmpty)
   }
 
+  /// A full list whose first children have left grows in place (its block resized), the
+  /// children still in it moved to its front and keeping their places: none is renumbered.
+  @Test func aFullListWithLeftChildrenAtItsFrontGrowsWithoutRenumbering() {
+    var list = ChildList()
+    defer { list.deallocate() }
+    let children = (0..<16).map { _ in FakeChild() }
+    for child in children { list.append(child) }  // the first storage: 16 slots, full
+    #expect(list.capacity == 16)
+    for child in children.prefix(3) { list.remove(child) }
+    let places = children.map(\.indexInParent)
+    let newcomer = FakeChild()
+    list.append(newcomer)  // 13 of 16 in use: grows rather than drops three slots
+    #expect(list.capacity == 32 && list.span == 14 && list.count == 14)
+    #expect(children.map(\.indexInParent) == places)
+    #expect(newcomer.indexInParent == 16)
+    let listed = list.nodes.map { ObjectIdentifier($0) }
+    #expect(listed == (children.dropFirst(3) + [newcomer]).map { ObjectIdentifier($0) })
+    for child in children.dropFirst(3) + [newcomer] { list.remove(child) }
+    #expect(list.isEmpty)
+  }
+
   @Test func childrenLeavingInReverseOrderTouchNoOtherChild() {
     var list = ChildList()
     defer { list.deallocate() }

@@ -82,4 +82,35 @@ import Testing
     queue.append(7)
     #expect(queue.first == 7 && queue.count == 1)
   }
+
+  /// A full ring whose front has moved on grows with the elements that wrapped round moved to
+  /// after the old end: every element once, in order, none retained or released on the way.
+  @Test(arguments: [0, 1, 5, 15])
+  func aFullWrappedRingOfObjectsGrowsInOrderAndLetsEveryObjectGo(taken: Int) {
+    final class Item {
+      let value: Int
+      init(_ value: Int) { self.value = value }
+    }
+    weak var watched: Item?
+    do {
+      var queue = Ring<Item>()
+      for value in 0..<16 { queue.append(Item(value)) }  // the first storage: 16 slots, full
+      for value in 0..<taken { #expect(queue.popFirst()?.value == value) }
+      for value in 16..<(16 + taken) { queue.append(Item(value)) }  // full again, wrapped
+      #expect(queue.count == 16 && queue.capacity == 16)
+      let last = Item(16 + taken)
+      watched = last
+      queue.append(last)  // grows
+      #expect(queue.capacity == 32)
+      #expect(isKnownUniquelyReferenced(&queue.pointer(at: 0).pointee))
+      var expected = taken
+      while let item = queue.popFirst() {
+        #expect(item.value == expected)
+        expected += 1
+      }
+      #expect(expected == 17 + taken)
+      queue.append(Item(-1))  // left in the ring: its deinitialiser releases it
+    }
+    #expect(watched == nil)
+  }
 }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The children a task is waiting for, each in the place it was given when adopted.
 ///
 /// Places count up for the parent's whole life and a child keeps its place until it leaves, so
@@ -22,7 +24,7 @@ struct ChildList {
   @inlinable init() { storage = nil }
 
   /// Frees the storage; the list must not be used again.
-  func deallocate() { storage?.deallocate() }
+  func deallocate() { free(storage) }
 
   /// True when no child is in the list.
   @inlinable var isEmpty: Bool { storage.map { $0.pointee.live == 0 } ?? true }
@@ -85,18 +87,18 @@ struct ChildList {
     let capacity = header.pointee.capacity
     let head = header.pointee.head
     if head * 2 >= capacity || header.pointee.live * 2 > capacity {
-      // Either way places stay, so no child is touched.
-      let target = head * 2 >= capacity ? header : Self.allocate(capacity: capacity * 2)
-      let count = header.pointee.end - head
-      Self.slots(target).moveInitialize(from: slots + head, count: count)
-      target.pointee.base = header.pointee.base + head
+      // Either way places stay, so no child is touched. Twice as large with `realloc`: glibc
+      // resizes a large list's mapping without copying it (see `Ring.grow()`), where a new
+      // list and a move faulted in every page again.
+      let target = head * 2 >= capacity ? header : Self.reallocate(header, capacity: capacity * 2)
+      let count = target.pointee.end - head
+      if head > 0 {
+        Self.slots(target).moveInitialize(from: Self.slots(target) + head, count: count)
+      }
+      target.pointee.base += head
       target.pointee.head = 0
       target.pointee.end = count
-      target.pointee.live = header.pointee.live
-      if target != header {
-        header.deallocate()
-        storage = target
-      }
+      storage = target
       return
     }
     let base = header.pointee.base + head
@@ -112,14 +114,27 @@ struct ChildList {
     header.pointee.end = kept
   }
 
+  /// Header and slots in one block from `malloc`, so that `reallocate` can resize it.
   private static func allocate(capacity: Int) -> UnsafeMutablePointer<ChildHeader> {
-    let bytes = MemoryLayout<ChildHeader>.stride + capacity * MemoryLayout<ChildLink>.stride
-    let raw = UnsafeMutableRawPointer.allocate(
-      byteCount: bytes, alignment: MemoryLayout<ChildHeader>.alignment)
-    let header = raw.bindMemory(to: ChildHeader.self, capacity: 1)
+    let header = reallocate(nil, capacity: capacity)
     header.initialize(to: ChildHeader(capacity: capacity))
-    (raw + MemoryLayout<ChildHeader>.stride).bindMemory(to: ChildLink.self, capacity: capacity)
     return header
+  }
+
+  /// Resizes the block of `header` (a new one for nil) to `capacity` slots, keeping the header
+  /// and the slots in it: a bitwise move, which suits them (plain counts and unowned(unsafe)
+  /// references). The header keeps its old capacity until it is set here.
+  private static func reallocate(_ header: UnsafeMutablePointer<ChildHeader>?, capacity: Int)
+    -> UnsafeMutablePointer<ChildHeader>
+  {
+    let bytes = MemoryLayout<ChildHeader>.stride + capacity * MemoryLayout<ChildLink>.stride
+    guard let raw = realloc(header, bytes) else {
+      coStop("a task's list of children: out of memory for \(capacity) children")
+    }
+    let resized = raw.bindMemory(to: ChildHeader.self, capacity: 1)
+    if header != nil { resized.pointee = ChildHeader(resizing: resized.pointee, to: capacity) }
+    (raw + MemoryLayout<ChildHeader>.stride).bindMemory(to: ChildLink.self, capacity: capacity)
+    return resized
   }
 
   private static func slots(_ header: UnsafeMutablePointer<ChildHeader>)
@@ -144,4 +159,13 @@ struct ChildHeader {
   let capacity: Int
 
   init(capacity: Int) { self.capacity = capacity }
+
+  /// `other` with room for `capacity` slots.
+  init(resizing other: ChildHeader, to capacity: Int) {
+    self = ChildHeader(capacity: capacity)
+    base = other.base
+    head = other.head
+    end = other.end
+    live = other.live
+  }
 }

@@ -256,19 +256,23 @@ func launchCoroutine<T>(
     }
     return publish!
   }
+  // The launcher's coroutine-locals (CoLocal), looked up before the record exists: stored
+  // after it, the call made the compiler retain and release the record around it.
+  let locals = CoLocalBinding.inherited()
   let coroutine: Coroutine
   if scheduler == nil, let group = Coroutine.currentGroup {
     // A group coroutine's child: the group unretained (see `Coroutine.Home.group`).
     coroutine = Coroutine(
       inheriting: group, name: name, stackSize: size,
-      sharedStack: (stack ?? CoroutineStack.defaultMode) == .shared, body: start)
+      sharedStack: (stack ?? CoroutineStack.defaultMode) == .shared, locals: consume locals,
+      body: start)
   } else {
     let target = scheduler ?? defaultScheduler()
     let shared = sharedStackChosen(stack, on: target)
     coroutine = Coroutine(
-      scheduler: consume target, name: name, stackSize: size, sharedStack: shared, body: start)
+      scheduler: consume target, name: name, stackSize: size, sharedStack: shared,
+      locals: consume locals, body: start)
   }
-  coroutine.locals = CoLocalBinding.inherited()  // the launcher's coroutine-locals (CoLocal)
   let task = CoTask<T>(coroutine: consume coroutine, detached: detached, body: body)
   task.start()
   return task

@@ -65,9 +65,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   // usableFromInline: set by the inlinable launch. Unchecked: only the task's launch and finish
   // and the coroutine's own code touch it, one after another, and no access calls out.
   @usableFromInline @exclusivity(unchecked) var attachment: (any TaskNode)?
-  /// The coroutine-local bindings (see `CoLocal`), set at launch from the launcher's and changed
-  /// only by the coroutine's own code; the runtime never looks inside.
-  @usableFromInline @exclusivity(unchecked) var locals: AnyObject?
+  /// The coroutine-local bindings (see `CoLocal`), given at creation (a launch passes the
+  /// launcher's) and changed only by the coroutine's own code; the runtime never looks inside.
+  // `Optional<…>` spelled out: a `T?` property starts as nil before `init` assigns it, and
+  // that first assignment released the nil. Given to `init` rather than stored after it: a
+  // store after the record was made retained and released the record around the call that
+  // looked the launcher's bindings up.
+  @usableFromInline @exclusivity(unchecked) var locals: Optional<AnyObject>
 
   var fiber: OpaquePointer?
   /// Where callbacks running on this coroutine leave the work they start (see ``Trampoline``),
@@ -103,19 +107,10 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     }
   }
 
-  // The delivered word, the wait word and the state side by side: a waker writes the first,
-  // claims the second and changes the third, and a watching loop looks at the state, so
-  // together they cross between cores as one line.
-  /// The value that ended the last wait, when it is a `T` that fits in a word (see
-  /// `deliver(_:to:endingWait:inRecord:)`): the woken coroutine reads it from the line the
-  /// wake-up brought back, rather than from its own frame's, which the waker would have taken
-  /// from its core.
-  // usableFromInline: the inlinable await writes and reads it. Unchecked: the claim makes the
-  // waker the only writer, and the wake-up orders its write before the coroutine's read.
-  @usableFromInline @exclusivity(unchecked) var deliveredWord: UInt = 0
-  /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
-  let waitWord = Atomic<UInt64>(0)
-  let state: Atomic<CoroutineState>
+  // The one-byte fields that need not be near the state fill the seven bytes that `work`
+  // leaves in its last word: after the state, they pushed the record a few bytes past a malloc
+  // size class (233 bytes, in a 256-byte chunk), and a burst of a million pending launches
+  // faulted in 16 MB more.
   @usableFromInline let cancelled = Atomic<Bool>(false)
   /// Whether `deliveredWord` holds the value of the wait that just ended.
   @usableFromInline @exclusivity(unchecked) var wordDelivered = false
@@ -133,9 +128,21 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Set by the loop when a `co_delay` sleep reaches its deadline, before it wakes the
   /// coroutine; a sleep woken without it was cancelled.
   var sleepRang = false
+  // The delivered word, the wait word and the state side by side: a waker writes the first,
+  // claims the second and changes the third, and a watching loop looks at the state, so
+  // together they cross between cores as one line.
+  /// The value that ended the last wait, when it is a `T` that fits in a word (see
+  /// `deliver(_:to:endingWait:inRecord:)`): the woken coroutine reads it from the line the
+  /// wake-up brought back, rather than from its own frame's, which the waker would have taken
+  /// from its core.
+  // usableFromInline: the inlinable await writes and reads it. Unchecked: the claim makes the
+  // waker the only writer, and the wake-up orders its write before the coroutine's read.
+  @usableFromInline @exclusivity(unchecked) var deliveredWord: UInt = 0
+  /// `generation << 1 | armed`: a waker may claim only the wait it was made for, once.
+  let waitWord = Atomic<UInt64>(0)
+  let state: Atomic<CoroutineState>
   var exit = Exit.finish
-  // The 32-bit fields after the one-byte ones, which fill the bytes that `work` leaves in its
-  // last word.
+  // The 32-bit fields after the last one-byte ones.
   /// How many times `scheduler` has changed: with the coroutine's address, a cheap key for
   /// what was worked out from its scheduler (see InlineDriver).
   private(set) var schedulerChanges: UInt32 = 0
@@ -147,13 +154,13 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   /// Last: its optional's tag byte would otherwise leave seven bytes of padding.
   let accounting: AccountingLoop?
 
-  /// Creates a coroutine that runs `body` on `scheduler`; nothing runs until `start()`.
-  /// `body` returns the closure that publishes its outcome, called once the coroutine is off
-  /// its stack.
+  /// Creates a coroutine that runs `body` on `scheduler`, with the coroutine-local bindings
+  /// `locals`; nothing runs until `start()`. `body` returns the closure that publishes its
+  /// outcome, called once the coroutine is off its stack.
   @usableFromInline
   init(
     scheduler: any CoroutineScheduler, name: String?, stackSize: Int, sharedStack: Bool = false,
-    body: @escaping () -> (() -> Void)
+    locals: consuming AnyObject? = nil, body: @escaping () -> (() -> Void)
   ) {
     coPrecondition(
       !sharedStack || scheduler is CoroutineLoop || scheduler is CoroutineLoopGroup,
@@ -166,6 +173,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.roams = !sharedStack && scheduler is CoroutineLoopGroup
     self.state = Atomic(.created)
     self.accounting = AccountingLoop(of: scheduler)
+    self.locals = consume locals
     // Moved in, not copied: a copy made the specialised body retain them and its caller's
     // thunk release them again (a pair of calls each per launch).
     self.work = .body(consume body)
@@ -174,7 +182,8 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   }
 
   /// Creates a coroutine of `group` launched without a scheduler by one of the group's own
-  /// coroutines, which keeps the group alive meanwhile (see `Home.group`).
+  /// coroutines, which keeps the group alive meanwhile (see `Home.group`), with the
+  /// coroutine-local bindings `locals`.
   ///
   /// A second designated initializer rather than both delegating to one taking the home, the
   /// loop and the accounting: that one cost every launch about 60 instructions more (measured
@@ -182,7 +191,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
   @usableFromInline
   init(
     inheriting group: Unmanaged<CoroutineLoopGroup>, name: String?, stackSize: Int,
-    sharedStack: Bool, body: @escaping () -> (() -> Void)
+    sharedStack: Bool, locals: consuming AnyObject?, body: @escaping () -> (() -> Void)
   ) {
     self.name = name
     self.stackBytes = UInt32(stackSize)
@@ -192,6 +201,7 @@ final class Coroutine: @unchecked Sendable {  // cross-thread fields are atomics
     self.roams = !sharedStack
     self.state = Atomic(.created)
     self.accounting = AccountingLoop(group: group)
+    self.locals = consume locals
     self.work = .body(consume body)
     self.homeReference = .group(group)
     CoroutineRegistry.coroutineCreated(self, accounting: accounting)

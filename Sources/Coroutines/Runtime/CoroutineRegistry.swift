@@ -1,5 +1,6 @@
 import CLinux
 import CUContext
+import Glibc
 import Synchronization
 
 /// A scheduler that wants to know how many coroutines belong to it (a loop that runs until
@@ -300,7 +301,7 @@ private struct Slots: ~Copyable {
 
   init() {}
 
-  deinit { addresses?.deallocate() }
+  deinit { free(addresses) }
 
   static func isCoroutine(_ entry: UInt) -> Bool { entry & 1 == 0 }
 
@@ -325,14 +326,14 @@ private struct Slots: ~Copyable {
     firstFree = slot
   }
 
+  /// With `realloc`: glibc resizes a large table's mapping without copying it (see
+  /// `Ring.grow()`), so a burst of launches does not fault each page in twice.
   private mutating func grow() {
     let newCapacity = max(64, capacity * 2)
-    let bigger = UnsafeMutablePointer<UInt>.allocate(capacity: newCapacity)
-    if let addresses {
-      bigger.moveInitialize(from: addresses, count: count)
-      addresses.deallocate()
+    guard let raw = realloc(addresses, newCapacity * MemoryLayout<UInt>.stride) else {
+      coStop("CoroutineRegistry: out of memory listing \(newCapacity) coroutines")
     }
-    addresses = bigger
+    addresses = raw.bindMemory(to: UInt.self, capacity: newCapacity)
     capacity = newCapacity
   }
 }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A first-in, first-out ring of raw slots, O(1) at both ends, that grows by doubling and never
 /// shrinks, so a queue in steady state allocates nothing per element: the one ring of the
 /// runtime, under a loop's jobs (`JobQueue`), both parts of its timer heap (`TimerEntryRing`),
@@ -41,7 +43,7 @@ struct Ring<Element>: ~Copyable {
       (storage + slot(offset)).deinitialize(count: 1)
       offset &+= 1
     }
-    if capacity > 0 { storage.deallocate() }
+    if capacity > 0 { free(storage) }
   }
 
   @usableFromInline
@@ -176,17 +178,44 @@ struct Ring<Element>: ~Copyable {
     return elements
   }
 
-  /// Doubles the storage (16 slots at first), the elements moved to its front in order.
+  /// Doubles the storage (16 slots at first), the elements kept in order from `head`.
+  ///
+  /// With `realloc`, as Rust's `Vec` grows: glibc keeps a large block in a mapping of its own
+  /// and resizes it with `mremap`, so the kernel moves its pages rather than their being
+  /// copied, and a small block may grow in place. Allocating a new ring and moving the
+  /// elements over wrote every page of the new one, faulting it in beside the old one, and a
+  /// burst of a million launches paid that at each doubling of the loop's queue. Only the
+  /// elements that wrapped round (before `head`) move, to just after the old end.
   @usableFromInline
   mutating func grow() {
     let larger = Swift.max(16, capacity &* 2)
-    let bigger = UnsafeMutablePointer<Element>.allocate(capacity: larger)
+    let bytes = larger &* MemoryLayout<Element>.stride
+    guard _isBitwiseTakable(Element.self), MemoryLayout<Element>.alignment <= 16 else {
+      return growByMoving(to: larger)
+    }
+    // A bitwise move is a move for such elements, as in `moveInitialize`.
+    guard let raw = realloc(capacity > 0 ? UnsafeMutableRawPointer(storage) : nil, bytes) else {
+      coStop("Ring: out of memory growing to \(larger) elements")
+    }
+    let bigger = raw.bindMemory(to: Element.self, capacity: larger)
+    let wrapped = head &+ count &- capacity
+    if wrapped > 0 { (bigger + capacity).moveInitialize(from: bigger, count: wrapped) }
+    storage = bigger
+    capacity = larger
+  }
+
+  /// `grow()` for elements that a bitwise copy does not move.
+  private mutating func growByMoving(to larger: Int) {
+    guard let raw = malloc(larger &* MemoryLayout<Element>.stride) else {
+      coStop("Ring: out of memory growing to \(larger) elements")
+    }
+    let bigger = raw.bindMemory(to: Element.self, capacity: larger)
     var offset = 0
     while offset < count {
       (bigger + offset).initialize(to: (storage + slot(offset)).move())
       offset &+= 1
     }
-    if capacity > 0 { storage.deallocate() }
+    if capacity > 0 { free(storage) }
     storage = bigger
     capacity = larger
     head = 0
