@@ -1,22 +1,7 @@
-/// One coroutine's wait on the simulated network: its generation and result slot, as a
-/// `CoroutineResumer` holds them, without a resumer object to allocate and free per wait.
-///
-/// Every way a wait ends takes it off its list (a wake by the list empties it; a timeout or a
-/// cancellation takes it off in `SimulatedWorld.wait`), so no list drops one unanswered.
-struct SimulatedWaiter: @unchecked Sendable {  // the slot is written only by the wait's winner
-  let coroutine: Coroutine
-  let generation: UInt64
-  let slot: UnsafeMutablePointer<Result<Void, any Error>?>
-
-  /// Ends the wait with `result`, unless it has ended already.
-  func resume(_ result: Result<Void, any Error>) {
-    coroutine.deliver(result, to: slot, endingWait: generation)
-  }
-
-  func isSame(as other: SimulatedWaiter) -> Bool {
-    coroutine === other.coroutine && generation == other.generation
-  }
-}
+/// One coroutine's wait on the simulated network: no resumer object to allocate and free per
+/// wait. Every way a wait ends takes it off its list (a wake by the list empties it; a timeout
+/// or a cancellation takes it off in `SimulatedWorld.wait`), so no list drops one unanswered.
+typealias SimulatedWaiter = CoroutineWaiter<Void>
 
 /// The coroutines waiting on a side or a listener: usually one, so the first is kept apart and
 /// waiting costs no array.

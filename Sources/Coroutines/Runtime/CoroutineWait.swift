@@ -32,6 +32,34 @@ final class CoroutineResumer<T>: @unchecked Sendable {  // `Coroutine.claim` mak
   }
 }
 
+/// One coroutine's armed wait as a value: the coroutine, the wait's generation and where its
+/// result goes, for a table or list that keeps many waits (a poller's, a simulated stream's).
+///
+/// Unlike ``CoroutineResumer`` it allocates nothing, and has no deinit to notice that it was
+/// dropped: whatever keeps it ends it (``resume(_:)`` or ``abandon()``) before letting go.
+// `Coroutine.claim` makes the writes to `slot` exclusive.
+struct CoroutineWaiter<T>: @unchecked Sendable {
+  let coroutine: Coroutine
+  let generation: UInt64
+  let slot: UnsafeMutablePointer<Result<T, any Error>?>
+
+  /// Delivers `result` and wakes the coroutine, if this wait has not ended yet.
+  func resume(_ result: Result<T, any Error>) {
+    coroutine.deliver(result, to: slot, endingWait: generation)
+  }
+
+  /// Ends the wait without a result (the coroutine wakes with `CancellationError`), reported
+  /// as abandoned unless the coroutine was cancelled: what it waited in went away.
+  func abandon() {
+    coroutine.endWaitUnanswered(generation)
+  }
+
+  /// True when `other` is this same wait.
+  func isSame(as other: Self) -> Bool {
+    coroutine === other.coroutine && generation == other.generation
+  }
+}
+
 extension Coroutine {
   /// Ends the wait of `generation` with `result` and wakes the coroutine, if that wait has not
   /// ended yet. The result goes to `slot`; with `inRecord`, for a wait that `waitForDelivery`

@@ -31,31 +31,7 @@ struct DescriptorWaiters {
   }
 }
 
-/// One coroutine's wait for a descriptor, as its poller and the descriptor's owner keep it.
-///
-/// A value, not an object: a socket call that finds nothing to read parks once per request in
-/// a server, and a wait that allocated would cost a `malloc` and a `free` each time. The
-/// poller and the owner end every wait they hold (an event, a close, a forget, the poller's
-/// end), so nothing is left to a deinit.
-// `Coroutine.claim` makes the writes to `slot` exclusive.
-struct DescriptorWaiter: @unchecked Sendable {
-  let coroutine: Coroutine
-  let generation: UInt64
-  let slot: UnsafeMutablePointer<Result<CoIOEvents, any Error>?>
-
-  /// Delivers `result` and wakes the coroutine, if this wait has not ended yet.
-  func resume(_ result: Result<CoIOEvents, any Error>) {
-    coroutine.deliver(result, to: slot, endingWait: generation)
-  }
-
-  /// Ends the wait without a result (the coroutine wakes with `CancellationError`), reported
-  /// as abandoned unless the coroutine was cancelled: what it waited in went away.
-  func abandon() {
-    coroutine.endWaitUnanswered(generation)
-  }
-
-  /// True when `other` is this same wait.
-  func isSame(as other: DescriptorWaiter) -> Bool {
-    coroutine === other.coroutine && generation == other.generation
-  }
-}
+/// One coroutine's wait for a descriptor, as its poller and the descriptor's owner keep it: a
+/// value, since a socket call that finds nothing to read parks once per request in a server,
+/// and a wait that allocated would cost a `malloc` and a `free` each time.
+typealias DescriptorWaiter = CoroutineWaiter<CoIOEvents>
