@@ -20,6 +20,8 @@ import Testing
     for row in rows {
       #expect(row.coroutines.completedTasks == row.tasks)
       #expect(row.coroutines.threads == 1)
+      #expect(row.sharedStacks.completedTasks == row.tasks)
+      #expect(row.sharedStacks.threads == 1)
     }
     let threads = try rows[0].threads.get()
     #expect(threads.completedTasks == 3)
@@ -31,6 +33,27 @@ import Testing
     #expect(throws: ConcurrencyWalkthrough.DidNotRun.self) { try rows[1].threads.get() }
     let table = ConcurrencyWalkthrough.table(rows, Self.configuration())
     #expect(table.contains { $0.contains("did not run: over the 10-thread cap") })
+  }
+
+  /// The shared-stack side maps no stack of the row's size: its coroutines park their frames
+  /// in heap buffers. (Only the absence is asserted: another suite may drain the stack pool.)
+  @Test func theSharedStackSideMapsNoStackPerTask() throws {
+    var configuration = Self.configuration()
+    configuration.stackSize = 200 * 1024  // a size no other test uses
+    let measurement = try ConcurrencyWalkthrough.measureCoroutines(
+      20, configuration, stack: .shared)
+    #expect(measurement.completedTasks == 20)
+    #expect(StackPool.shared.mappedCount(size: configuration.stackSize) == 0)
+  }
+
+  @Test func theTableShowsBothKindsOfStackBesideTheThreads() throws {
+    let rows = try ConcurrencyWalkthrough.run(Self.configuration(), narrator: .silent())
+    let table = ConcurrencyWalkthrough.table(rows, Self.configuration())
+    #expect(table[0].contains("| coroutines "))
+    #expect(table[0].contains("| coroutines, shared stacks "))
+    #expect(table[0].hasSuffix("| threads"))
+    let row = try #require(table.first { $0.hasPrefix("        3 |") })
+    #expect(row.split(separator: "|").count == 4)
   }
 
   /// Thousands of coroutines woken by their loop's timers, and a thread side capped at zero.

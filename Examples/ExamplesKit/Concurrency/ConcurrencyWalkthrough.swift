@@ -6,7 +6,8 @@ import Foundation
 #endif
 
 /// The coroutines-versus-threads experiment: N tasks, each waiting on simulated blocking I/O
-/// ten times, run as N coroutines on one loop and as N threads.
+/// ten times, run as N coroutines on one loop (on dedicated stacks, then on the loop's shared
+/// stacks) and as N threads.
 public enum ConcurrencyWalkthrough {
   /// The sizes and the bounds of the experiment.
   public struct Configuration: Sendable {
@@ -38,12 +39,15 @@ public enum ConcurrencyWalkthrough {
     public let completedTasks: Int
   }
 
-  /// One row: coroutines, and threads unless the cap or the system stopped them.
+  /// One row: coroutines on both kinds of stack, and threads unless the cap or the system
+  /// stopped them.
   public struct Row: Sendable {
     /// Tasks.
     public let tasks: Int
-    /// The coroutine side.
+    /// The coroutine side, each coroutine on a dedicated stack (the default).
     public let coroutines: Measurement
+    /// The coroutine side again, on the loop's shared stacks (`co_launch(stack: .shared)`).
+    public let sharedStacks: Measurement
     /// The thread side, or why it did not run.
     public let threads: Result<Measurement, DidNotRun>
   }
@@ -62,21 +66,29 @@ public enum ConcurrencyWalkthrough {
   ) { narrator in
     let configuration = Configuration()
     let rows = try run(configuration, narrator: narrator)
-    guard rows.allSatisfy({ $0.coroutines.completedTasks == $0.tasks }) else {
+    guard
+      rows.allSatisfy({
+        $0.coroutines.completedTasks == $0.tasks && $0.sharedStacks.completedTasks == $0.tasks
+      })
+    else {
       throw WalkthroughCheckFailed("some coroutines did not finish their waits")
     }
     narrator.show("")
     for line in table(rows, configuration) { narrator.show(line) }
     narrator.show(
       "\n  A parked coroutine costs a few pages of stack and no thread, so one loop serves them"
-        + "\n  all; every blocked thread holds a whole thread.")
+        + "\n  all; every blocked thread holds a whole thread. On a shared stack a parked coroutine"
+        + "\n  keeps only the frames it was using, in a buffer of their size: no fresh stack page"
+        + "\n  to fault in per task, which is most of what a burst of new coroutines costs.")
   }
 
   /// Runs every size, coroutines first, narrating each measurement.
   public static func run(_ configuration: Configuration, narrator: Narrator) throws -> [Row] {
     try configuration.sizes.map { tasks in
-      let coroutines = try measureCoroutines(tasks, configuration)
+      let coroutines = try measureCoroutines(tasks, configuration, stack: .dedicated)
       narrator.say("\(grouped(tasks)) tasks as coroutines: \(describe(coroutines))")
+      let shared = try measureCoroutines(tasks, configuration, stack: .shared)
+      narrator.say("\(grouped(tasks)) tasks on shared stacks: \(describe(shared))")
       let threads = measureThreads(tasks, configuration)
       switch threads {
       case .success(let measurement):
@@ -84,13 +96,15 @@ public enum ConcurrencyWalkthrough {
       case .failure(let reason):
         narrator.say("\(grouped(tasks)) tasks as threads:    did not run (\(reason))")
       }
-      return Row(tasks: tasks, coroutines: coroutines, threads: threads)
+      return Row(tasks: tasks, coroutines: coroutines, sharedStacks: shared, threads: threads)
     }
   }
 
-  /// N coroutines on a fresh loop on this thread, each suspending for every wait.
-  static func measureCoroutines(_ tasks: Int, _ configuration: Configuration) throws -> Measurement
-  {
+  /// N coroutines on a fresh loop on this thread, each on a stack of `mode` and suspending for
+  /// every wait.
+  static func measureCoroutines(
+    _ tasks: Int, _ configuration: Configuration, stack mode: CoroutineStack.Mode
+  ) throws -> Measurement {
     CoroutineStack.drainPool()
     let device = SimulatedDevice(latency: configuration.waitSeconds)
     let threadIDs = Locked<Set<pthread_t>>([])
@@ -99,7 +113,7 @@ public enum ConcurrencyWalkthrough {
     let start = DispatchTime.now()
     try CoroutineLoop.run {
       let all = (0..<tasks).map { _ in
-        co_launch(stackSize: configuration.stackSize) {
+        co_launch(stackSize: configuration.stackSize, stack: mode) {
           // The thread is noted when it changes, not after every wait: a lock per wait would
           // weigh on what is measured.
           var lastThread: pthread_t?
@@ -162,24 +176,26 @@ public enum ConcurrencyWalkthrough {
       pad(String(format: "%.0f ms", measurement.seconds * 1000), 9)
         + pad(grouped(measurement.threads), 9) + pad(megabytes(measurement.peakMemory), 12)
     }
+    func title(_ text: String) -> String { text.padding(toLength: 30, withPad: " ", startingAt: 0) }
+    let columns = pad("wall", 9) + pad("threads", 9) + pad("peak memory", 12)
     let header1 =
-      "  " + pad("tasks", 7) + " | "
-      + "coroutines".padding(toLength: 30, withPad: " ", startingAt: 0)
-      + " | threads"
+      "  " + pad("tasks", 7) + " | " + title("coroutines") + " | "
+      + title("coroutines, shared stacks") + " | threads"
     let header2 =
-      "  " + pad("", 7) + " | " + pad("wall", 9) + pad("threads", 9) + pad("peak memory", 12)
-      + " | " + pad("wall", 9) + pad("threads", 9) + pad("peak memory", 12)
+      "  " + pad("", 7) + " | " + columns + " | " + columns + " | " + columns
     let lines = rows.map { row in
       let threads: String
       switch row.threads {
       case .success(let measurement): threads = cells(measurement)
       case .failure(let reason): threads = "   did not run: \(reason)"
       }
-      return "  " + pad(grouped(row.tasks), 7) + " | " + cells(row.coroutines) + " | " + threads
+      return "  " + pad(grouped(row.tasks), 7) + " | " + cells(row.coroutines) + " | "
+        + cells(row.sharedStacks) + " | " + threads
     }
+    let stack = "\(configuration.stackSize / 1024) KiB"
     let note =
       "  each task: \(configuration.waitsPerTask) waits of \(String(format: "%g", configuration.waitSeconds * 1000)) ms;"
-      + " stacks: \(configuration.stackSize / 1024) KiB reserved on both sides;"
+      + " stacks: \(stack) per coroutine and per thread, a few of \(stack) for the shared ones;"
     let note2 =
       "  peak memory: growth of resident memory during the run (kernel thread stacks not included)"
     #if DEBUG
