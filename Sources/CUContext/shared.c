@@ -235,32 +235,109 @@ static void *saved_buffer(cu_fiber *fiber, size_t size, unsigned char delta) {
   return buffer;
 }
 
-// Two words per step where SSE2 is there. Exported for the tests (cucontext.h).
-CU_UNCHECKED void cu_shared_stack_mark_differences(const unsigned long long *words,
-                                                   const unsigned long long *reference,
-                                                   size_t count, size_t first,
-                                                   unsigned long long *map) {
-  for (size_t i = 0; i < count;) {
-    size_t bit = (first + i) % 64;
-    size_t run = count - i < 64 - bit ? count - i : 64 - bit;
-    unsigned long long mask = 0;
-    size_t k = 0;
-#if defined(__SSE2__)
-    // Two words per step: equal 32-bit halves, paired, and one sign bit per word.
-    for (; k + 2 <= run; k += 2) {
-      __m128i same = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(words + i + k)),
-                                     _mm_loadu_si128((const __m128i *)(reference + i + k)));
-      same = _mm_and_si128(same, _mm_shuffle_epi32(same, 0xb1));
-      unsigned differ = (unsigned)_mm_movemask_pd(_mm_castsi128_pd(same)) ^ 3u;
-      mask |= (unsigned long long)differ << (bit + k);
-    }
-#endif
-    for (; k < run; k++) {
-      mask |= (unsigned long long)(words[i + k] != reference[i + k]) << (bit + k);
-    }
-    map[(first + i) / 64] |= mask;
-    i += run;
+// One bit per word of `count` words from `first` (bit 0 of a map word is its lowest word): set
+// where `words` and `reference` differ. Eight words per step where the vector units allow, one
+// shift and one or into the map word per step: a bit per word assembled one at a time was a
+// fifth of a switch between shared-stack fibers parked at the same depth.
+#define CU_MARK_DIFFERENCES(name, attributes, eight_differing)                                    \
+  CU_UNCHECKED attributes static void name(const unsigned long long *words,                      \
+                                           const unsigned long long *reference, size_t count,    \
+                                           size_t first, unsigned long long *map) {              \
+    for (size_t i = 0; i < count;) {                                                             \
+      size_t bit = (first + i) % 64;                                                             \
+      size_t run = count - i < 64 - bit ? count - i : 64 - bit;                                  \
+      unsigned long long mask = 0;                                                               \
+      size_t k = 0;                                                                              \
+      for (; k + 8 <= run; k += 8) {                                                             \
+        mask |= (unsigned long long)eight_differing(words + i + k, reference + i + k) << k;      \
+      }                                                                                          \
+      for (; k < run; k++) mask |= (unsigned long long)(words[i + k] != reference[i + k]) << k;  \
+      map[(first + i) / 64] |= mask << bit;                                                      \
+      i += run;                                                                                  \
+    }                                                                                            \
   }
+
+// Eight differing-word bits, in plain C.
+CU_UNCHECKED static inline unsigned eight_differing_plain(const unsigned long long *words,
+                                                          const unsigned long long *reference) {
+  unsigned bits = 0;
+  for (int j = 0; j < 8; j++) bits |= (unsigned)(words[j] != reference[j]) << j;
+  return bits;
+}
+
+#if defined(__SSE2__)
+// SSE2 compares 32-bit halves: a word is the same when both of its halves are.
+CU_UNCHECKED static inline unsigned eight_differing_sse2(const unsigned long long *words,
+                                                         const unsigned long long *reference) {
+  unsigned same = 0;
+  for (int j = 0; j < 4; j++) {
+    __m128i halves = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(words + 2 * j)),
+                                     _mm_loadu_si128((const __m128i *)(reference + 2 * j)));
+    halves = _mm_and_si128(halves, _mm_shuffle_epi32(halves, 0xb1));
+    same |= (unsigned)_mm_movemask_pd(_mm_castsi128_pd(halves)) << (2 * j);
+  }
+  return same ^ 0xffu;
+}
+CU_MARK_DIFFERENCES(mark_differences_baseline, , eight_differing_sse2)
+#else
+CU_MARK_DIFFERENCES(mark_differences_baseline, , eight_differing_plain)
+#endif
+
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+#include <cpuid.h>
+#include <immintrin.h>
+// AVX2 compares whole words, four at a time: half the work of SSE2 again.
+__attribute__((target("avx2"))) CU_UNCHECKED static inline unsigned eight_differing_avx2(
+    const unsigned long long *words, const unsigned long long *reference) {
+  __m256i low = _mm256_cmpeq_epi64(_mm256_loadu_si256((const __m256i *)words),
+                                   _mm256_loadu_si256((const __m256i *)reference));
+  __m256i high = _mm256_cmpeq_epi64(_mm256_loadu_si256((const __m256i *)(words + 4)),
+                                    _mm256_loadu_si256((const __m256i *)(reference + 4)));
+  unsigned same = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(low)) |
+                  (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(high)) << 4;
+  return same ^ 0xffu;
+}
+CU_MARK_DIFFERENCES(mark_differences_avx2, __attribute__((target("avx2"))), eight_differing_avx2)
+
+// Whether the processor has AVX2 and the kernel saves its registers (XCR0's SSE and AVX bits).
+static int processor_has_avx2(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX)) return 0;
+  unsigned xcr0_low, xcr0_high;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  if ((xcr0_low & 6) != 6) return 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX2);
+}
+
+// 0 not asked yet, 1 yes, 2 no: any thread may ask first; they all find the same answer.
+static int avx2_answer = 0;
+
+static int use_avx2(void) {
+  int answer = __atomic_load_n(&avx2_answer, __ATOMIC_RELAXED);
+  if (answer == 0) {
+    answer = processor_has_avx2() ? 1 : 2;
+    __atomic_store_n(&avx2_answer, answer, __ATOMIC_RELAXED);
+  }
+  return answer == 1;
+}
+#endif
+
+void cu_shared_stack_mark_differences_baseline(const unsigned long long *words,
+                                               const unsigned long long *reference, size_t count,
+                                               size_t first, unsigned long long *map) {
+  mark_differences_baseline(words, reference, count, first, map);
+}
+
+void cu_shared_stack_mark_differences(const unsigned long long *words,
+                                      const unsigned long long *reference, size_t count,
+                                      size_t first, unsigned long long *map) {
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+  if (use_avx2()) {
+    mark_differences_avx2(words, reference, count, first, map);
+    return;
+  }
+#endif
+  mark_differences_baseline(words, reference, count, first, map);
 }
 
 // Bits set in `map`'s first `count` words.

@@ -4,9 +4,20 @@ import Testing
 @testable import Coroutines
 
 /// The comparison behind a shared stack's stored differences: a bit per word that differs from
-/// the stack's image, at any offset in the map. Two words per step, it must give the bits a plain
-/// word-by-word comparison gives.
+/// the stack's image, at any offset in the map. Eight words per step, on whichever vector units
+/// the processor has, it must give the bits a plain word-by-word comparison gives.
 @Suite struct StackImageCompareTests {
+  typealias Compare =
+    @convention(c) (
+      UnsafePointer<UInt64>, UnsafePointer<UInt64>, Int, Int, UnsafeMutablePointer<UInt64>
+    ) -> Void
+
+  /// The comparison a switch uses here, and the one a processor without AVX2 uses.
+  static let comparisons: [(String, Compare)] = [
+    ("chosen for this processor", cu_shared_stack_mark_differences),
+    ("baseline", cu_shared_stack_mark_differences_baseline),
+  ]
+
   /// Words that differ from `reference` where `random` says so, in runs and alone.
   private func wordsDiffering(
     from reference: [UInt64], _ random: inout SplitMix64
@@ -31,14 +42,14 @@ import Testing
     return map
   }
 
-  private func marked(_ words: [UInt64], _ reference: [UInt64], first: Int, length: Int)
-    -> [UInt64]
-  {
+  private func marked(
+    _ words: [UInt64], _ reference: [UInt64], first: Int, length: Int, by compare: Compare
+  ) -> [UInt64] {
     var map = [UInt64](repeating: 0, count: length)
     words.withUnsafeBufferPointer { wordsBuffer in
       reference.withUnsafeBufferPointer { referenceBuffer in
         map.withUnsafeMutableBufferPointer { mapBuffer in
-          cu_shared_stack_mark_differences(
+          compare(
             wordsBuffer.baseAddress!, referenceBuffer.baseAddress!, words.count, first,
             mapBuffer.baseAddress!)
         }
@@ -47,7 +58,9 @@ import Testing
     return map
   }
 
-  @Test func marksExactlyTheWordsThatDiffer() {
+  @Test(arguments: comparisons.indices)
+  func marksExactlyTheWordsThatDiffer(_ comparison: Int) {
+    let (name, compare) = Self.comparisons[comparison]
     var random = SplitMix64(seed: 6)
     // Every count up to three map words, at offsets that start mid-word, on a word boundary
     // and just before one; the last word of each run of 64 and the odd word after the last step
@@ -58,18 +71,33 @@ import Testing
         let words = wordsDiffering(from: reference, &random)
         let length = (first + count + 63) / 64 + 1
         let expected = expectedMap(words, reference, first: first, length: length)
-        let map = marked(words, reference, first: first, length: length)
-        #expect(map == expected, "count \(count), first \(first)")
+        let map = marked(words, reference, first: first, length: length, by: compare)
+        #expect(map == expected, "\(name): count \(count), first \(first)")
       }
     }
   }
 
-  @Test func setsEveryBitWhenEveryWordDiffersAndNoneWhenNoneDoes() {
+  @Test(arguments: comparisons.indices)
+  func setsEveryBitWhenEveryWordDiffersAndNoneWhenNoneDoes(_ comparison: Int) {
+    let compare = Self.comparisons[comparison].1
     let reference = (0..<130).map { UInt64($0) }
-    let none = marked(reference, reference, first: 9, length: 3)
+    let none = marked(reference, reference, first: 9, length: 3, by: compare)
     #expect(none == [0, 0, 0] as [UInt64])
-    let all = marked(reference.map { ~$0 }, reference, first: 9, length: 3)
+    let all = marked(reference.map { ~$0 }, reference, first: 9, length: 3, by: compare)
     #expect(all == [~0 << 9, ~0, (1 << 11) - 1] as [UInt64])
+  }
+
+  /// A word whose halves differ alone (only its high half, only its low half) still differs:
+  /// SSE2 compares 32-bit halves and must pair them.
+  @Test(arguments: comparisons.indices)
+  func aWordDifferingInOneHalfDiffers(_ comparison: Int) {
+    let compare = Self.comparisons[comparison].1
+    let reference = [UInt64](repeating: 0x1234_5678_9abc_def0, count: 16)
+    var words = reference
+    words[3] ^= 1 << 40
+    words[12] ^= 1 << 7
+    let map = marked(words, reference, first: 0, length: 1, by: compare)
+    #expect(map == [1 << 3 | 1 << 12])
   }
 
   /// Bits already set in the map (the registers' part, compared first) stay set.

@@ -94,9 +94,15 @@ enum { CU_SHARED_DELTA_MIN_FIBERS = 32 };
 
 /// Sets bit `first + i` of `map` for each of `count` words that differs from `reference`'s, as a
 /// parking on a shared stack is compared with its stack's image (shared.c; exported for tests).
+/// Uses AVX2 where the processor has it.
 void cu_shared_stack_mark_differences(const unsigned long long *_Nonnull words,
                                       const unsigned long long *_Nonnull reference, size_t count,
                                       size_t first, unsigned long long *_Nonnull map);
+/// The same without AVX2 (SSE2 on x86_64), which processors without it take (for tests).
+void cu_shared_stack_mark_differences_baseline(const unsigned long long *_Nonnull words,
+                                               const unsigned long long *_Nonnull reference,
+                                               size_t count, size_t first,
+                                               unsigned long long *_Nonnull map);
 
 /// Arms a new or finished fiber to run `entry(argument)` from the top of its stack on the next
 /// resume. Reusing a pooled fiber this way costs no system call.
