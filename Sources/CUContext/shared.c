@@ -236,24 +236,25 @@ static void *saved_buffer(cu_fiber *fiber, size_t size, unsigned char delta) {
 }
 
 // One bit per word of `count` words from `first` (bit 0 of a map word is its lowest word): set
-// where `words` and `reference` differ. Eight words per step where the vector units allow, one
-// shift and one or into the map word per step: a bit per word assembled one at a time was a
-// fifth of a switch between shared-stack fibers parked at the same depth.
+// where `words` and `reference` differ. Eight words per step where the vector units allow, each
+// step's eight bits or-ed into the map where they fall, spilling into the next map word when
+// they straddle two: a bit per word assembled one at a time was a fifth of a switch between
+// shared-stack fibers parked at the same depth, and so were word-at-a-time tails at every
+// 64-word boundary of a parking whose frames start mid-word, after its registers.
 #define CU_MARK_DIFFERENCES(name, attributes, eight_differing)                                    \
   CU_UNCHECKED attributes static void name(const unsigned long long *words,                      \
                                            const unsigned long long *reference, size_t count,    \
                                            size_t first, unsigned long long *map) {              \
-    for (size_t i = 0; i < count;) {                                                             \
-      size_t bit = (first + i) % 64;                                                             \
-      size_t run = count - i < 64 - bit ? count - i : 64 - bit;                                  \
-      unsigned long long mask = 0;                                                               \
-      size_t k = 0;                                                                              \
-      for (; k + 8 <= run; k += 8) {                                                             \
-        mask |= (unsigned long long)eight_differing(words + i + k, reference + i + k) << k;      \
-      }                                                                                          \
-      for (; k < run; k++) mask |= (unsigned long long)(words[i + k] != reference[i + k]) << k;  \
-      map[(first + i) / 64] |= mask << bit;                                                      \
-      i += run;                                                                                  \
+    size_t i = 0;                                                                                \
+    for (; i + 8 <= count; i += 8) {                                                             \
+      unsigned long long differ = eight_differing(words + i, reference + i);                     \
+      size_t bit = first + i;                                                                    \
+      map[bit / 64] |= differ << (bit % 64);                                                     \
+      if (bit % 64 > 56) map[bit / 64 + 1] |= differ >> (64 - bit % 64);                         \
+    }                                                                                            \
+    for (; i < count; i++) {                                                                     \
+      size_t bit = first + i;                                                                    \
+      map[bit / 64] |= (unsigned long long)(words[i] != reference[i]) << (bit % 64);             \
     }                                                                                            \
   }
 
