@@ -25,6 +25,7 @@ struct EchoServer {
     let output = Pipe()
     process.standardOutput = output
     try process.run()
+    StartedServers.add(process)
     let line = readLine(from: output.fileHandleForReading)
     let announced = line.flatMap {
       $0.keyValues["port"]
@@ -36,6 +37,7 @@ struct EchoServer {
     guard let port = announced.flatMap({ UInt16(exactly: $0) }) else {
       process.terminate()
       process.waitUntilExit()
+      StartedServers.remove(process)
       throw EchoBenchError.serverDidNotStart(name, line ?? "end of output")
     }
     return RunningServer(process: process, port: port)
@@ -65,6 +67,7 @@ struct RunningServer {
   func stop() {
     process.terminate()
     process.waitUntilExit()
+    StartedServers.remove(process)
   }
 }
 
