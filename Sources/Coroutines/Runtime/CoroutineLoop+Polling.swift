@@ -12,8 +12,10 @@ extension CoroutineLoop {
   /// A system call per turn would cost a loop of quick jobs, such as `co_delay(0)` round trips,
   /// several times their own price, hence the count; but a coroutine that computes in slices
   /// and yields runs one job per turn, and counted alone its slices delayed every wake-up by a
-  /// hundred of them, hence the clock. Go's scheduler likewise polls the network when it has
-  /// not for a while (its monitor, after 10 ms); NIO's loop polls on every tick.
+  /// hundred of them, hence the clock. N such coroutines make a turn N slices long, hence the
+  /// looks within a turn (`lookWithinTurn`), due by the same count. Go's scheduler likewise
+  /// polls the network when it has not for a while (its monitor, after 10 ms); NIO's loop polls
+  /// on every tick.
   ///
   /// With timers pending, every turn reads the clock anyway to fire them, and looks on that
   /// reading at its start, which is the end of the previous turn but for a look at other
@@ -26,17 +28,37 @@ extension CoroutineLoop {
   /// when only the count mattered.
   func pollWhileBusy(afterRunning ran: Int) {
     jobsSincePoll &+= ran
-    if jobsSincePoll >= nextClockAt { lookWhileBusy() }
+    if jobsSincePoll >= nextClockAt { lookWhileBusy(withinTurn: false) }
+  }
+
+  /// Jobs the busy loop may run before its next look (at least one).
+  var jobsUntilLook: Int { max(nextClockAt &- jobsSincePoll, 1) }
+
+  /// The busy loop's look in the middle of a turn, `ran` jobs after the last one counted, the
+  /// turn's `ranInTurn`-th job: returns the count of the turn's jobs at which to look next
+  /// (`.max`: none, no descriptor is watched any more).
+  ///
+  /// A turn runs the jobs queued at its start, so N coroutines that compute in slices and
+  /// yield make it N slices long; looking only between turns, a descriptor's wake-up waited
+  /// for the rest of the turn (a hundred slices with a hundred of them). The look reads the
+  /// clock even with timers pending: their reading is the turn's start.
+  @inline(never)
+  func lookWithinTurn(afterRunning ran: Int, _ ranInTurn: Int) -> Int {
+    jobsSincePoll &+= ran
+    lookWhileBusy(withinTurn: true)
+    return poller.waiterCount > 0 ? ranInTurn &+ jobsUntilLook : .max
   }
 
   /// `pollWhileBusy` at the count of its next look: asks the poller if it is time, reading the
-  /// clock unless the timers do, and sets the count of the next look.
+  /// clock unless the timers did at the start of this turn, and sets the count of the next
+  /// look.
   @inline(never)
-  private func lookWhileBusy() {
-    guard timers.isEmpty else {
-      // The timers read the clock at every turn's start; only the count is left to watch.
+  private func lookWhileBusy(withinTurn: Bool) {
+    guard withinTurn || timers.isEmpty else {
+      // The timers read the clock at every turn's start; only the count is left to watch
+      // between turns, and the stride, for the looks within the next turn.
       if jobsSincePoll >= Self.jobsBetweenPolls { pollNow() }
-      nextClockAt = Self.jobsBetweenPolls
+      nextClockAt = min(jobsSincePoll &+ clockStride, Self.jobsBetweenPolls)
       return
     }
     let now = monotonicNanoseconds()
@@ -71,6 +93,9 @@ extension CoroutineLoop {
   /// means "the others first", and the woken are among the others.
   private func pollNow() {
     jobsSincePoll = 0
+    // The next look is counted from this one, wherever it was asked from (a turn's start looks
+    // on the timers' reading): counted from an earlier look, it fell past a turn's last job.
+    nextClockAt = clockStride
     let queued = localJobs.count
     poller.poll(timeout: 0)
     let woken = localJobs.count &- queued

@@ -37,6 +37,9 @@ extension CoroutineLoop {
       running.store(false, ordering: .releasing)
     }
     clockReading = monotonicNanoseconds()
+    // Whether the poller watched descriptors when last asked (after the last turn, or after
+    // sleeping in it): a register rather than a load through the poller at every turn's start.
+    var watching = false
     while true {
       takeRemoteWork()
       // Checked here, not inside: entering the function for nothing cost a frame's worth of
@@ -50,15 +53,37 @@ extension CoroutineLoop {
       // and a `co_delay(0)` round trip took a third longer.
       var remaining = localJobs.count
       var ran = 0
-      while remaining > 0, let job = localJobs.popFirst() {
-        localJobs.prefetchUpcoming(batchStart: ran & 3 == 0)
-        job.run(on: Unmanaged.passUnretained(self).toOpaque())
-        remaining -= 1
-        ran &+= 1
+      if !watching {
+        while remaining > 0, let job = localJobs.popFirst() {
+          localJobs.prefetchUpcoming(batchStart: ran & 3 == 0)
+          job.run(on: Unmanaged.passUnretained(self).toOpaque())
+          remaining -= 1
+          ran &+= 1
+        }
+      } else {
+        // With descriptors to watch, the busy loop's looks are due by a count of jobs inside
+        // the turn as well as after it: N coroutines that compute in slices and yield make a
+        // turn N slices long (see `lookWithinTurn`). A loop of its own, so that a loop without
+        // descriptors keeps one counter across its jobs' switches (a `co_delay(0)` round trip
+        // took a tenth longer with the look's count and compare in it).
+        var lookAt = jobsUntilLook
+        var looked = 0  // the jobs of this turn counted by a look already
+        while remaining > 0, let job = localJobs.popFirst() {
+          localJobs.prefetchUpcoming(batchStart: ran & 3 == 0)
+          job.run(on: Unmanaged.passUnretained(self).toOpaque())
+          remaining -= 1
+          ran &+= 1
+          if ran == lookAt {
+            lookAt = lookWithinTurn(afterRunning: ran &- looked, ran)
+            looked = ran
+          }
+        }
+        ran &-= looked  // from here on, the jobs no look has counted
       }
       if let ready { ran &+= runReadyCoroutines(ready) }
       if moreDue || !localJobs.isEmpty || ready?.isEmpty == false {
-        if poller.waiterCount > 0 {
+        watching = poller.waiterCount > 0
+        if watching {
           pollWhileBusy(afterRunning: ran)
         } else {
           // With timers pending the turn read the clock already; counting regardless costs
@@ -70,6 +95,7 @@ extension CoroutineLoop {
       }
       if ready != nil, findGroupWork() { continue }
       if !waitForWork() { break }
+      watching = poller.waiterCount > 0
     }
     timers = TimerHeap()
     // `waitForWork` dated every sleep before it found the loop idle; none is left to release.

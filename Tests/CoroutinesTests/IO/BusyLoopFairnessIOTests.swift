@@ -59,5 +59,66 @@ extension IOTests {
       // yielded at that slice's end.
       #expect(lag == 1, "the waiter woke \(lag) slices after the write")
     }
+
+    /// Several coroutines computing in slices make a turn of the loop several slices long: the
+    /// loop looks at its descriptors within the turn, not only at its end. The byte comes from
+    /// another thread, as a socket's data would, at any point of a slice.
+    @Test(arguments: [60, nil] as [Double?])
+    func manyComputingCoroutinesDelayADescriptorWakeUpByAboutOneSlice(timeout: Double?) throws {
+      let slice: UInt64 = 1_000_000
+      let computing = 20
+      let writeAfter = 50
+      let mostSlices = 1_000
+      let (woken, lag) = try runOnLoopLeavingNoDescriptor { () throws -> (Bool, Int) in
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        let (readEnd, writeEnd) = (pipe.readEnd, pipe.writeEnd)
+        let progress = Progress()
+        let workers = (0..<computing).map { _ in
+          co_launch {
+            while progress.wokenAt.load(ordering: .relaxed) < 0,
+              progress.slices.load(ordering: .relaxed) < mostSlices
+            {
+              progress.slices.add(1, ordering: .relaxed)
+              Self.compute(for: slice)
+              try co_delay(0)
+            }
+          }
+        }
+        let waiter = co_launch {
+          _ = try co_wait(fd: readEnd, for: .readable, timeout: timeout)
+          progress.wokenAt.store(progress.slices.load(ordering: .relaxed), ordering: .relaxed)
+        }
+        try co_delay(0.001)  // the waiter is registered, and a timer has fired meanwhile
+        let writer = Thread {
+          while progress.slices.load(ordering: .relaxed) < writeAfter {}
+          progress.writtenAt.store(progress.slices.load(ordering: .relaxed), ordering: .relaxed)
+          var byte: UInt8 = 1
+          _ = write(writeEnd, &byte, 1)
+          progress.written.store(true, ordering: .releasing)
+        }
+        writer.start()
+        for worker in workers { _ = try? worker.await() }
+        let woken = progress.wokenAt.load(ordering: .relaxed)
+        if woken < 0 { waiter.cancel() }
+        _ = try? waiter.await()
+        while !progress.written.load(ordering: .acquiring) {}  // the pipe outlives the write
+        return (woken >= 0, woken - progress.writtenAt.load(ordering: .relaxed))
+      }
+      #expect(woken, "the waiter never woke in \(mostSlices) slices")
+      // Seen by the look after the slice it was written in (or after the next, if it came just
+      // after a look), and run before the coroutines queued behind: at most one slice started
+      // in between, of the \(computing) that make a turn.
+      #expect(lag <= 1, "the waiter woke \(lag) slices after the write, of \(computing) a turn")
+    }
+
+    /// Slices started by the computing coroutines, the count when the byte was written and when
+    /// the waiter woke, and whether the writer is done with the pipe.
+    private final class Progress: Sendable {
+      let slices = Atomic<Int>(0)
+      let wokenAt = Atomic<Int>(-1)
+      let writtenAt = Atomic<Int>(0)
+      let written = Atomic<Bool>(false)
+    }
   }
 }
