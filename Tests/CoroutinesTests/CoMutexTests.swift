@@ -127,6 +127,31 @@ import Testing
     }
   }
 
+  @Test func aWaiterCancelledAfterTheMutexWasHandedToItPassesItOn() throws {
+    try CoroutineLoop.run {
+      let mutex = CoMutex()
+      try mutex.lock()
+      let cancelled = co_launch {
+        try mutex.lock()
+        mutex.unlock()  // had it kept the mutex, the next waiter would wait for ever
+      }
+      let next = co_launch { () -> Int in
+        try mutex.lock()
+        mutex.unlock()
+        return 7
+      }
+      try co_delay(0)  // both queued
+      // The unlock hands the mutex to the first waiter, which is cancelled before it runs: its
+      // lock() throws, and the mutex goes on to the next waiter.
+      mutex.unlock()
+      cancelled.cancel()
+      #expect(throws: CancellationError.self) { try co_await(cancelled) }
+      #expect(try co_await(next) == 7)
+      #expect(mutex.tryLock())
+      mutex.unlock()
+    }
+  }
+
   /// 100 000 rounds (half with cancellation, half with a timeout) in which a waiter on another
   /// thread gives up while the holder unlocks: either it gets the mutex or it throws, never
   /// both, never two holders, and the mutex is never left locked with nobody holding it.

@@ -61,6 +61,25 @@ import Testing
     }
   }
 
+  /// Cancelled after the permit was handed to it but before it ran: the wait throws, and the
+  /// permit goes to the next waiter.
+  @Test func aPermitHandedToAWaiterCancelledBeforeItRanGoesToTheNext() throws {
+    try CoroutineLoop.run {
+      let semaphore = CoSemaphore(value: 0)
+      let cancelled = co_launch {
+        try semaphore.wait()
+        semaphore.signal()  // had it kept the permit, the next waiter would wait for ever
+      }
+      let next = co_launch { try semaphore.wait() }
+      try co_delay(0)
+      semaphore.signal()  // to the first waiter, which has not run since
+      cancelled.cancel()
+      #expect(throws: CancellationError.self) { try co_await(cancelled) }
+      try co_await(next)
+      #expect(semaphore.available == 0)
+    }
+  }
+
   @Test func aWaitTimesOutOnTheSchedulersClockAndTakesNothing() {
     let loop = CoroutineTestLoop()
     let semaphore = CoSemaphore(value: 0)

@@ -54,7 +54,8 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
   /// callers pass it from inside `_withUnsafeGuaranteedRef`, so that no retain is added.
   ///
   /// - Throws: ``CoroutineError/timedOut`` past `timeout`; `CancellationError` if the coroutine
-  ///   is cancelled before or while it waits. Either way no permit is taken.
+  ///   is cancelled before or while it waits, or after the permits were handed to it but before
+  ///   it ran again. Either way no permit is taken.
   @inlinable @inline(__always)
   func acquireWaiting(_ weight: Int, by coroutine: Coroutine, timeout: Double?) throws {
     if coroutine.isCancelled { throw CancellationError() }
@@ -63,6 +64,17 @@ final class SyncPermits: @unchecked Sendable {  // `state` is atomic; the rest i
       grantNow: { takeOrQueueUnderLock(weight) },
       afterLeaving: { grantWaitersUnderLock(into: &$0) }
     ).get()
+    if coroutine.isCancelled { try handBackCancelled(weight) }
+  }
+
+  /// The permits granted to a waiter that was cancelled before it could run again go to the
+  /// next waiter (or back to the pool), and the wait throws: a cancelled wait takes nothing,
+  /// whichever came first, the grant or the cancellation (as kotlinx.coroutines' prompt
+  /// cancellation). Out of line: the wait's common path only tests the flag.
+  @usableFromInline @inline(never)
+  func handBackCancelled(_ weight: Int) throws(CancellationError) {
+    release(weight, in: "a cancelled wait")
+    throw CancellationError()
   }
 
   /// Takes `weight` permits, waiting through any cancellation (a condition relocking its mutex).
