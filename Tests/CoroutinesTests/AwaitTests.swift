@@ -159,6 +159,38 @@ import Testing
     #expect(threads[0] == threads[2])  // and came home
   }
 
+  /// The work runs on the coroutine's own stack, so a cancellation cannot stop it; once it has
+  /// returned, the coroutine drops its result and throws, back on its own scheduler.
+  @Test func awaitOnAnotherSchedulerCancelledWhileTheWorkRunsThrowsWhenItReturns() throws {
+    let (outcome, workFinished, cameHome) = try CoroutineLoop.run {
+      () -> (Result<Int, any Error>, Bool, Bool) in
+      let home = threadID()
+      let started = DispatchSemaphore(value: 0)
+      let release = DispatchSemaphore(value: 0)
+      let finished = Atomic<Bool>(false)
+      let task = co_launch { () -> (Result<Int, any Error>, Bool) in
+        let result = Result {
+          try co_await(on: DispatchQueue(label: "AwaitTests.work")) { () -> Int in
+            started.signal()
+            release.wait()
+            finished.store(true, ordering: .relaxed)
+            return 1
+          }
+        }
+        return (result, threadID() == home)
+      }
+      try co_delay(0)  // the task has left for the queue
+      started.wait()
+      task.cancel()
+      release.signal()
+      let (result, cameHome) = try co_await(task)
+      return (result, finished.load(ordering: .relaxed), cameHome)
+    }
+    #expect(workFinished)
+    #expect(cameHome)
+    #expect(throws: CancellationError.self) { try outcome.get() }
+  }
+
   @Test func aCoroutineResumesOnItsOwnSchedulerWhoeverSettles() throws {
     let sameThread = try CoroutineLoop.run { () -> Bool in
       let loopThread = threadID()

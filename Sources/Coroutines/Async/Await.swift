@@ -115,16 +115,23 @@ public func co_await<T>(_ start: (@escaping @Sendable (T?, (any Error)?) -> Void
 /// On a ``CoroutineLoopGroup`` or one of its loops, the coroutine counts as one of the group's
 /// until it leaves: a ``CoroutineLoopGroup/shutdown()`` waits for it.
 ///
+/// A cancellation cannot stop `work` once it runs: it runs on the coroutine's own stack, and can
+/// look at ``co_isActive()`` itself. When it returns, a coroutine cancelled meanwhile drops its
+/// result and throws `CancellationError`, back on its own scheduler, as Kotlin's `withContext`
+/// does.
+///
 /// - Throws: What `work` throws; `CancellationError` if the coroutine was cancelled before it
-///   left; ``CoroutineError/sharedStackCannotMove`` for a coroutine on a shared stack (its stack
-///   belongs to its loop); ``CoroutineError/schedulerShutDown``, without leaving, when
-///   `scheduler` is a group that was shut down (or one of its loops) and the coroutine is not on
-///   one of the group's threads, or a loop of a group that has ended;
+///   left or while `work` ran; ``CoroutineError/sharedStackCannotMove`` for a coroutine on a
+///   shared stack (its stack belongs to its loop); ``CoroutineError/schedulerShutDown``, without
+///   leaving, when `scheduler` is a group that was shut down (or one of its loops) and the
+///   coroutine is not on one of the group's threads, or a loop of a group that has ended;
 ///   ``CoroutineError/notInCoroutine`` outside a coroutine.
 public func co_await<T>(
   on scheduler: any CoroutineScheduler, _ work: @escaping @Sendable () throws -> T
 ) throws -> T {
-  try hopping(to: scheduler, work)
+  let value = try hopping(to: scheduler, work)
+  if try Coroutine.requireCurrent().isCancelled { throw CancellationError() }
+  return value
 }
 
 /// `co_await(on:_:)` for the library's own callers, whose `work` may capture what their caller
