@@ -28,7 +28,7 @@ extension CoroutineLoop {
   /// when only the count mattered.
   func pollWhileBusy(afterRunning ran: Int) {
     jobsSincePoll &+= ran
-    if jobsSincePoll >= nextClockAt { lookWhileBusy(withinTurn: false) }
+    if jobsSincePoll >= nextClockAt { lookWhileBusy() }
   }
 
   /// Jobs the busy loop may run before its next look (at least one).
@@ -36,44 +36,73 @@ extension CoroutineLoop {
 
   /// The busy loop's look in the middle of a turn, `ran` jobs after the last one counted, the
   /// turn's `ranInTurn`-th job: returns the count of the turn's jobs at which to look next
-  /// (`.max`: none, no descriptor is watched any more).
+  /// (`.max`: none, no descriptor is watched any more), and how many jobs the look added to the
+  /// turn.
   ///
   /// A turn runs the jobs queued at its start, so N coroutines that compute in slices and
   /// yield make it N slices long; looking only between turns, a descriptor's wake-up waited
   /// for the rest of the turn (a hundred slices with a hundred of them). The look reads the
-  /// clock even with timers pending: their reading is the turn's start.
+  /// clock even with timers pending: their reading is the turn's start. The coroutines it wakes
+  /// run next, behind those an earlier look of the turn woke (first woken, first run), and are
+  /// added to the turn rather than taking the places of the jobs queued at its start, which
+  /// would wait for a later turn, again and again while a busy server's sockets keep waking
+  /// coroutines. So that the turn still ends (timers fire and other threads' jobs come in
+  /// between turns), it grows by at most `turnGrowthLeft`; beyond, the woken wait at the back.
   @inline(never)
-  func lookWithinTurn(afterRunning ran: Int, _ ranInTurn: Int) -> Int {
+  func lookWithinTurn(afterRunning ran: Int, _ ranInTurn: Int) -> (lookAt: Int, added: Int) {
     jobsSincePoll &+= ran
-    lookWhileBusy(withinTurn: true)
-    return poller.waiterCount > 0 ? ranInTurn &+ jobsUntilLook : .max
+    // Only while the turn's jobs are long (a sixteenth of the interval each, on average since
+    // its previous look; its first look only notes the time): coroutines that compute in
+    // slices. A turn of many quick jobs, such as a busy server's, is a queue of coroutines that
+    // its sockets woke, served first woken, first served; the ones its looks would wake ran
+    // ahead of them, and with a server's thousands of connections its tail latency doubled.
+    // Quick jobs leave the look to the end of the turn, and the next one here comes after
+    // twice as many (up to `longestClockStride`), so that they cost few clock readings.
+    let now = monotonicNanoseconds()
+    let longJobs =
+      lookInTurnAt > 0 && now &- lookInTurnAt >= Self.busyPollInterval / 16 &* UInt64(ran)
+    lookInTurnAt = now
+    guard longJobs else {
+      lookInTurnStride = min(lookInTurnStride &* 2, Self.longestClockStride)
+      return (ranInTurn &+ lookInTurnStride, 0)
+    }
+    lookInTurnStride = 1
+    let added = lookWhileBusy(withinTurnAt: ranInTurn, at: now)
+    return (poller.waiterCount > 0 ? ranInTurn &+ jobsUntilLook : .max, added)
   }
 
   /// `pollWhileBusy` at the count of its next look: asks the poller if it is time, reading the
   /// clock unless the timers did at the start of this turn, and sets the count of the next
-  /// look.
+  /// look. `ranInTurn`: the count of the turn's jobs run, for a look within a turn (nil between
+  /// turns), whose clock reading is `reading`; returns the jobs the look added to the turn.
   @inline(never)
-  private func lookWhileBusy(withinTurn: Bool) {
-    guard withinTurn || timers.isEmpty else {
+  @discardableResult
+  private func lookWhileBusy(withinTurnAt ranInTurn: Int? = nil, at reading: UInt64? = nil)
+    -> Int
+  {
+    guard ranInTurn != nil || timers.isEmpty else {
       // The timers read the clock at every turn's start; only the count is left to watch
       // between turns, and the stride, for the looks within the next turn.
       if jobsSincePoll >= Self.jobsBetweenPolls { pollNow() }
       nextClockAt = min(jobsSincePoll &+ clockStride, Self.jobsBetweenPolls)
-      return
+      return 0
     }
-    let now = monotonicNanoseconds()
-    if now &- lastClock < Self.busyPollInterval / 16 {
+    let now = reading ?? monotonicNanoseconds()
+    let elapsed = now &- lastClock
+    if elapsed < Self.busyPollInterval / 16 {
       clockStride = min(clockStride &* 2, Self.longestClockStride)
     } else {
       clockStride = 1
     }
     lastClock = now
     clockReading = now
+    var added = 0
     if jobsSincePoll >= Self.jobsBetweenPolls || now &- lastPoll >= Self.busyPollInterval {
       lastPoll = now
-      pollNow()
+      added = pollNow(withinTurnAt: ranInTurn)
     }
     nextClockAt = min(jobsSincePoll &+ clockStride, Self.jobsBetweenPolls)
+    return added
   }
 
   /// The look by time of a turn whose timers read the clock (`now`): the loop may not be busy,
@@ -85,13 +114,17 @@ extension CoroutineLoop {
   }
 
   /// Asks the poller for ready descriptors without sleeping (the caller notes the time, if it
-  /// has it), and puts the coroutines it woke before the jobs already queued.
+  /// has it), and puts the coroutines it woke before the jobs already queued: between turns,
+  /// at the front; within a turn (`ranInTurn`: its jobs run so far), behind those its earlier
+  /// looks woke, if the turn may still grow by as many (see `lookWithinTurn`). Returns how many
+  /// jobs it added to the turn.
   ///
   /// Queued behind them, a coroutine woken by its descriptor would wait for another slice of
   /// every coroutine that computes and yields (`co_delay(0)` queues it again at once): a
   /// socket's wake-up would take the rest of the current slice and a whole one more. A yield
   /// means "the others first", and the woken are among the others.
-  private func pollNow() {
+  @discardableResult
+  private func pollNow(withinTurnAt ranInTurn: Int? = nil) -> Int {
     jobsSincePoll = 0
     // The next look is counted from this one, wherever it was asked from (a turn's start looks
     // on the timers' reading): counted from an earlier look, it fell past a turn's last job.
@@ -99,7 +132,17 @@ extension CoroutineLoop {
     let queued = localJobs.count
     poller.poll(timeout: 0)
     let woken = localJobs.count &- queued
-    if woken > 0, queued > 0 { localJobs.moveLastToFront(woken) }
+    guard woken > 0, queued > 0 else { return 0 }
+    guard let ranInTurn else {
+      localJobs.moveLastToFront(woken)
+      return 0
+    }
+    guard woken <= turnGrowthLeft else { return 0 }
+    turnGrowthLeft &-= woken
+    let promotedAhead = max(promotedUntil &- ranInTurn, 0)
+    localJobs.moveLast(woken, after: promotedAhead)
+    promotedUntil = ranInTurn &+ promotedAhead &+ woken
+    return woken
   }
 
   /// How many jobs a busy loop runs between two looks at its descriptors.

@@ -66,15 +66,21 @@ extension CoroutineLoop {
         // turn N slices long (see `lookWithinTurn`). A loop of its own, so that a loop without
         // descriptors keeps one counter across its jobs' switches (a `co_delay(0)` round trip
         // took a tenth longer with the look's count and compare in it).
-        var lookAt = jobsUntilLook
+        var lookAt = 1
         var looked = 0  // the jobs of this turn counted by a look already
+        promotedUntil = 0
+        turnGrowthLeft = max(remaining, Self.jobsBetweenPolls)
+        lookInTurnAt = 0
+        lookInTurnStride = 1
         while remaining > 0, let job = localJobs.popFirst() {
           localJobs.prefetchUpcoming(batchStart: ran & 3 == 0)
           job.run(on: Unmanaged.passUnretained(self).toOpaque())
           remaining -= 1
           ran &+= 1
           if ran == lookAt {
-            lookAt = lookWithinTurn(afterRunning: ran &- looked, ran)
+            let look = lookWithinTurn(afterRunning: ran &- looked, ran)
+            lookAt = look.lookAt
+            remaining &+= look.added
             looked = ran
           }
         }

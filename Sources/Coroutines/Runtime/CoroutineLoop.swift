@@ -125,6 +125,15 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   @exclusivity(unchecked) var lastClock: UInt64 = 0
   @exclusivity(unchecked) var clockStride = 1
   @exclusivity(unchecked) var nextClockAt = 1
+  /// When the current turn last looked within itself (0: not yet), for telling long jobs from
+  /// quick ones (see `lookWhileBusy`).
+  @exclusivity(unchecked) var lookInTurnAt: UInt64 = 0
+  @exclusivity(unchecked) var lookInTurnStride = 1
+  /// For the looks within a turn (`lookWithinTurn`): the count of the turn's jobs at which the
+  /// jobs its looks moved to the front have all run, and how many more jobs such looks may
+  /// still add to the turn.
+  @exclusivity(unchecked) var promotedUntil = 0
+  @exclusivity(unchecked) var turnGrowthLeft = 0
   /// The loop's latest reading of the monotonic clock, which a parking coroutine records as
   /// the start of its wait (see `Coroutine.armWait`): taken at every turn with timers, at each
   /// look at the descriptors, on waking from the poller, and every `jobsBetweenClockReadings`

@@ -103,6 +103,29 @@ struct Ring<Element>: ~Copyable {
     }
   }
 
+  /// Moves the last `moving` elements, in their order, to just after the first `after` ones.
+  /// O(`moving` + `after`): to the front, then the two blocks at the front swapped in place.
+  mutating func moveLast(_ moving: Int, after: Int) {
+    let moving = min(moving, count)
+    moveLastToFront(moving)
+    let after = min(after, count &- moving)
+    guard after > 0, moving > 0 else { return }
+    reverse(0, moving)
+    reverse(moving, moving &+ after)
+    reverse(0, moving &+ after)
+  }
+
+  /// Reverses the elements from offset `start` up to `end` (excluded), in place.
+  private mutating func reverse(_ start: Int, _ end: Int) {
+    var low = start
+    var high = end &- 1
+    while low < high {
+      swapAt(low, high)
+      low &+= 1
+      high &-= 1
+    }
+  }
+
   /// Swaps two elements by moving them (a copy would retain their objects).
   mutating func swapAt(_ i: Int, _ j: Int) {
     guard i != j else { return }
