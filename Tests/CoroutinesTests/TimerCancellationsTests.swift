@@ -23,12 +23,12 @@ import Testing
   @Test func aReportReachesTheLoopOnlyWhileAttached() {
     final class Box { var reports = 0 }
     let box = Box()
-    let cancellations = TimerCancellations<Box>()
-    cancellations.report { $0.reports += 1 }
+    let cancellations = OwnerHandle<Box>()
+    cancellations.withOwner { $0.reports += 1 }
     cancellations.attach(box)
-    cancellations.report { $0.reports += 1 }
+    cancellations.withOwner { $0.reports += 1 }
     cancellations.detach()
-    cancellations.report { $0.reports += 1 }
+    cancellations.withOwner { $0.reports += 1 }
     #expect(box.reports == 1)
   }
 }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The deliveries on their way, in arrival order, behind one timer of the test loop.
 ///
@@ -110,7 +109,7 @@ extension SimulatedWorld {
     // nobody can reach alive with its loop, and a weak one gives the world a side table, which
     // sends every retain and release of the world down the runtime's slow path.
     let timer = loop.schedule(after: deadline > now ? Double(deadline - now) / 1e9 : 0) {
-      [deliveries] in deliveries.deliverDue()
+      [deliveries] in deliveries.withOwner { world in world.lock.withLock { world.deliverDue() } }
     }
     schedule.arm(timer, for: deadline)
   }
@@ -123,37 +122,5 @@ extension SimulatedWorld {
       connection.links[side].deliverDue(now: now, on: connection)
     }
     if let next = schedule.nextArrival { armTimer(at: next, now: now) }
-  }
-}
-
-/// What a world's delivery timers hold: the world's address, unretained, until its deinit
-/// clears it (as `TimerCancellations` holds a loop's).
-///
-/// A delivery runs under this lock, so a world released on another thread meanwhile waits in
-/// its deinit until the delivery is over. A delivery never releases its own world: what it
-/// lets go of (connections, segments, resumers) does not hold the world.
-final class SimulatedDeliveries: Sendable {
-  /// The world's address (0: gone).
-  private let world = Mutex<UInt>(0)
-
-  /// Delivers to `world` from now on; called once, at the end of the world's `init`.
-  func attach(_ world: SimulatedWorld) {
-    let address = UInt(bitPattern: Unmanaged.passUnretained(world).toOpaque())
-    self.world.withLock { $0 = address }
-  }
-
-  /// Delivers to nobody from now on; called from the world's `deinit`.
-  func detach() {
-    world.withLock { $0 = 0 }
-  }
-
-  /// Delivers what is due, if the world is still there.
-  func deliverDue() {
-    world.withLock { address in
-      guard let pointer = UnsafeRawPointer(bitPattern: address) else { return }
-      Unmanaged<SimulatedWorld>.fromOpaque(pointer)._withUnsafeGuaranteedRef { world in
-        world.lock.withLock { world.deliverDue() }
-      }
-    }
   }
 }

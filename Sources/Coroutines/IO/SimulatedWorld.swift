@@ -19,8 +19,11 @@ final class SimulatedWorld: @unchecked Sendable {  // every mutable field is use
   @exclusivity(unchecked) private var records: [SimulatedTraceRecord] = []
   /// The deliveries on their way.
   @exclusivity(unchecked) var schedule = SimulatedSchedule()
-  /// Where the loop's delivery timers find this world.
-  let deliveries = SimulatedDeliveries()
+  /// Where the loop's delivery timers find this world. A delivery runs under its lock, so a
+  /// world released on another thread meanwhile waits in its deinit until the delivery is
+  /// over; a delivery never releases its own world: what it lets go of (connections, segments,
+  /// resumers) does not hold the world.
+  let deliveries = OwnerHandle<SimulatedWorld>()
 
   init(loop: CoroutineTestLoop) {
     self.loop = loop

@@ -19,7 +19,7 @@ extension CoroutineLoop {
     let timer = LoopTimer(
       deadline: monotonicNanoseconds() &+ delay, sequence: 0, job: job,
       onCancel: { [cancellations] in
-        cancellations.report { loop in
+        cancellations.withOwner { loop in
           loop.pendingTimers.subtract(1, ordering: .sequentiallyConsistent)
           loop.wakeUpIfElsewhere()
         }

@@ -143,7 +143,7 @@ public final class CoroutineLoop: CoroutineScheduler, CoroutineAccounting, @unch
   @exclusivity(unchecked) var jobsSinceClockReading = 0
 
   /// Where this loop's timers report their cancellation.
-  let cancellations = TimerCancellations<CoroutineLoop>()
+  let cancellations = OwnerHandle<CoroutineLoop>()
 
   /// Creates a loop. Nothing runs until a thread calls ``run()``.
   public init() {

@@ -49,7 +49,7 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
   /// lock.
   private let clock = Atomic<UInt64>(0)
   /// Where this loop's timers report their cancellation.
-  private let cancellations = TimerCancellations<CoroutineTestLoop>()
+  private let cancellations = OwnerHandle<CoroutineTestLoop>()
 
   /// Creates a loop at virtual time zero. With a seed, ready jobs run in a pseudo-random order
   /// that the seed determines; without one, in the order they were scheduled.
@@ -127,7 +127,7 @@ public final class CoroutineTestLoop: CoroutineScheduler, CoroutineAccounting,
       let timer = LoopTimer(
         deadline: state.now.addingClamped(delay), sequence: state.nextSequence, job: job,
         onCancel: { [cancellations] in
-          cancellations.report { $0.state.withLock { $0.pendingTimers -= 1 } }
+          cancellations.withOwner { $0.state.withLock { $0.pendingTimers -= 1 } }
         })
       let crowded = state.timers.insert(TimerEntry(timer, sequence: timer.sequence))
       state.pendingTimers += 1
