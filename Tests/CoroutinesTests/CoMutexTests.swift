@@ -105,29 +105,11 @@ import Testing
     #expect(try patient.result?.get() == true)
   }
 
-  @Test func aWaiterCancelledAsTheMutexIsHandedToItPassesItOn() throws {
-    try CoroutineLoop.run {
-      let mutex = CoMutex()
-      try mutex.lock()
-      let cancelled = co_launch { try mutex.lock() }
-      let next = co_launch { () -> Int in
-        try mutex.lock()
-        mutex.unlock()
-        return 7
-      }
-      try co_delay(0)  // both queued
-      // Cancelled (its wait ended and it is scheduled, but it has not run yet), then the unlock
-      // reaches it first in the queue: the claim fails and the next waiter gets the mutex.
-      cancelled.cancel()
-      mutex.unlock()
-      #expect(throws: CancellationError.self) { try co_await(cancelled) }
-      #expect(try co_await(next) == 7)
-      #expect(mutex.tryLock())
-      mutex.unlock()
-    }
-  }
-
-  @Test func aWaiterCancelledAfterTheMutexWasHandedToItPassesItOn() throws {
+  /// A waiter cancelled as the mutex is handed to it (first in the queue, its wait ended, not
+  /// run yet: the claim fails), or just after (it holds the mutex, but has not run since):
+  /// either way its lock() throws and the mutex goes on to the next waiter.
+  @Test(arguments: [true, false])
+  func aWaiterCancelledAsOrAfterTheMutexIsHandedToItPassesItOn(cancelledFirst: Bool) throws {
     try CoroutineLoop.run {
       let mutex = CoMutex()
       try mutex.lock()
@@ -141,10 +123,13 @@ import Testing
         return 7
       }
       try co_delay(0)  // both queued
-      // The unlock hands the mutex to the first waiter, which is cancelled before it runs: its
-      // lock() throws, and the mutex goes on to the next waiter.
-      mutex.unlock()
-      cancelled.cancel()
+      if cancelledFirst {
+        cancelled.cancel()
+        mutex.unlock()
+      } else {
+        mutex.unlock()
+        cancelled.cancel()
+      }
       #expect(throws: CancellationError.self) { try co_await(cancelled) }
       #expect(try co_await(next) == 7)
       #expect(mutex.tryLock())

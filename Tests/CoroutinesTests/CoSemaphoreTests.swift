@@ -47,23 +47,11 @@ import Testing
     #expect(order.value == Array(0..<8))
   }
 
-  @Test func aPermitHandedToAWaiterThatIsLeavingGoesToTheNext() throws {
-    try CoroutineLoop.run {
-      let semaphore = CoSemaphore(value: 0)
-      let leaving = co_launch { try semaphore.wait() }
-      let next = co_launch { try semaphore.wait() }
-      try co_delay(0)
-      leaving.cancel()  // its wait has ended, but it is still first in the queue
-      semaphore.signal()
-      #expect(throws: CancellationError.self) { try co_await(leaving) }
-      try co_await(next)
-      #expect(semaphore.available == 0)
-    }
-  }
-
-  /// Cancelled after the permit was handed to it but before it ran: the wait throws, and the
-  /// permit goes to the next waiter.
-  @Test func aPermitHandedToAWaiterCancelledBeforeItRanGoesToTheNext() throws {
+  /// A waiter cancelled as the permit is handed to it (its wait has ended, but it is still
+  /// first in the queue), or just after (granted, but it has not run since): either way its
+  /// wait throws and the permit goes to the next waiter.
+  @Test(arguments: [true, false])
+  func aPermitHandedToAWaiterCancelledAsOrAfterItCameGoesToTheNext(cancelledFirst: Bool) throws {
     try CoroutineLoop.run {
       let semaphore = CoSemaphore(value: 0)
       let cancelled = co_launch {
@@ -72,8 +60,13 @@ import Testing
       }
       let next = co_launch { try semaphore.wait() }
       try co_delay(0)
-      semaphore.signal()  // to the first waiter, which has not run since
-      cancelled.cancel()
+      if cancelledFirst {
+        cancelled.cancel()
+        semaphore.signal()
+      } else {
+        semaphore.signal()
+        cancelled.cancel()
+      }
       #expect(throws: CancellationError.self) { try co_await(cancelled) }
       try co_await(next)
       #expect(semaphore.available == 0)

@@ -9,20 +9,11 @@ import Testing
 @Suite struct JobQueueTests {
   @Test(arguments: [(5, 2), (5, 5), (3, 0), (20, 7), (0, 3)])
   func movingTheLastJobsToTheFrontKeepsTheirOrder(queued: Int, moved: Int) {
-    // Started at several ring positions, so that the move wraps around the storage's start.
-    for offset in 0..<17 {
-      let recorder = Recorder()
-      var queue = JobQueue()
-      for _ in 0..<offset { queue.append(.closure {}) }
-      for _ in 0..<offset { _ = queue.popFirst() }
-      for number in 0..<queued { queue.append(.closure { recorder.record(number) }) }
-      queue.moveLastToFront(moved)
-      while let job = queue.popFirst() {
-        if case .closure(let body) = job { body() }
-      }
+    for offset in Self.ringOffsets {
+      let order = Self.order(of: queued, atRingOffset: offset) { $0.moveLastToFront(moved) }
       let moving = min(moved, queued)
       let expected = Array((queued - moving)..<queued) + Array(0..<(queued - moving))
-      #expect(recorder.numbers == expected, "at ring offset \(offset)")
+      #expect(order == expected, "at ring offset \(offset)")
     }
   }
 
@@ -30,23 +21,35 @@ import Testing
   /// at the front still, and before the rest.
   @Test(arguments: [(10, 3, 2), (10, 3, 0), (10, 3, 7), (6, 6, 0), (9, 2, 9), (12, 5, 4)])
   func movingTheLastJobsBehindTheFirstFewKeepsBothOrders(queued: Int, moved: Int, after: Int) {
-    for offset in 0..<17 {
-      let recorder = Recorder()
-      var queue = JobQueue()
-      for _ in 0..<offset { queue.append(.closure {}) }
-      for _ in 0..<offset { _ = queue.popFirst() }
-      for number in 0..<queued { queue.append(.closure { recorder.record(number) }) }
-      queue.moveLast(moved, after: after)
-      while let job = queue.popFirst() {
-        if case .closure(let body) = job { body() }
-      }
+    for offset in Self.ringOffsets {
+      let order = Self.order(of: queued, atRingOffset: offset) { $0.moveLast(moved, after: after) }
       let moving = min(moved, queued)
       let staying = queued - moving
       let ahead = min(after, staying)
       let expected =
         Array(0..<ahead) + Array(staying..<queued) + Array(ahead..<staying)
-      #expect(recorder.numbers == expected, "at ring offset \(offset)")
+      #expect(order == expected, "at ring offset \(offset)")
     }
+  }
+
+  /// Started at several ring positions, so that a move wraps around the storage's start.
+  static let ringOffsets = 0..<17
+
+  /// The order in which `queued` jobs, numbered as queued from ring position `offset`, run
+  /// after `move`.
+  static func order(of queued: Int, atRingOffset offset: Int, _ move: (inout JobQueue) -> Void)
+    -> [Int]
+  {
+    let recorder = Recorder()
+    var queue = JobQueue()
+    for _ in 0..<offset { queue.append(.closure {}) }
+    for _ in 0..<offset { _ = queue.popFirst() }
+    for number in 0..<queued { queue.append(.closure { recorder.record(number) }) }
+    move(&queue)
+    while let job = queue.popFirst() {
+      if case .closure(let body) = job { body() }
+    }
+    return recorder.numbers
   }
 }
 

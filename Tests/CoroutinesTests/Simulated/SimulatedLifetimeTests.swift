@@ -7,12 +7,7 @@ import Testing
 /// and nothing runs on them any more.
 @Suite struct SimulatedLifetimeTests {
   @Test func aNetworkWhoseTasksFinishedIsFreedWithItsLoop() throws {
-    weak var loopLeft: CoroutineTestLoop?
-    weak var worldLeft: SimulatedWorld?
-    do {
-      let net = SimulatedPair()
-      loopLeft = net.loop
-      worldLeft = net.network.world
+    expectFreed(outliving: "its last task") { net in
       net.startEchoServer().cancel()
       let reply = net.client.launch { () throws -> [UInt8] in
         let stream = try CoTCPStream.connect(host: "server", port: 7)
@@ -24,17 +19,10 @@ import Testing
       #expect(posixCode(reply) == .ECONNREFUSED)
       #expect(net.loop.liveCoroutines == 0)
     }
-    #expect(worldLeft == nil, "the network outlived its last task")
-    #expect(loopLeft == nil, "the loop outlived its network")
   }
 
   @Test func aNetworkLeftWithSegmentsOnTheirWayIsFreedWithItsLoop() throws {
-    weak var loopLeft: CoroutineTestLoop?
-    weak var worldLeft: SimulatedWorld?
-    do {
-      let net = SimulatedPair()
-      loopLeft = net.loop
-      worldLeft = net.network.world
+    expectFreed(outliving: "its test") { net in
       net.startEchoServer()
       net.client.launch {
         let stream = try CoTCPStream.connect(host: "server", port: 7)
@@ -47,7 +35,20 @@ import Testing
       #expect(net.loop.liveCoroutines == 0)
       #expect(net.loop.pendingTimers > 0, "a reset is on its way")
     }
-    #expect(worldLeft == nil, "the network outlived its test")
+  }
+
+  /// Runs `body` on a pair of hosts on a fresh network, then expects the network and its loop
+  /// to be gone once nothing holds them; `outliving` names what the network must not outlive.
+  private func expectFreed(outliving: String, _ body: (SimulatedPair) -> Void) {
+    weak var loopLeft: CoroutineTestLoop?
+    weak var worldLeft: SimulatedWorld?
+    do {
+      let net = SimulatedPair()
+      loopLeft = net.loop
+      worldLeft = net.network.world
+      body(net)
+    }
+    #expect(worldLeft == nil, "the network outlived \(outliving)")
     #expect(loopLeft == nil, "the loop outlived its network")
   }
 }

@@ -88,13 +88,7 @@ import Testing
     let net = SimulatedPair()
     defer { net.finish() }
     Self.acceptAndIgnore(net)
-    let writer = net.client.launch { () throws in
-      let stream = try CoTCPStream.connect(host: "server", port: 7)
-      defer { stream.close() }
-      try stream.write([UInt8](repeating: 2, count: Self.moreThanTheWindow))
-    }
-    net.loop.advance(by: 1)
-    #expect(!writer.isSettled, "the write waits for room")
+    let writer = Self.launchBlockedWriter(net)
     net.server.crash()
     net.loop.advance(by: 1)
     #expect(posixCode(writer) == .ECONNRESET, "\(String(describing: writer.result))")
@@ -104,13 +98,7 @@ import Testing
     let net = SimulatedPair()
     defer { net.finish() }
     Self.acceptAndIgnore(net, for: 5)
-    let writer = net.client.launch { () throws in
-      let stream = try CoTCPStream.connect(host: "server", port: 7)
-      defer { stream.close() }
-      try stream.write([UInt8](repeating: 3, count: Self.moreThanTheWindow))
-    }
-    net.loop.advance(by: 1)
-    #expect(!writer.isSettled, "the write waits for room")
+    let writer = Self.launchBlockedWriter(net)
     net.loop.advance(by: 10)
     #expect(posixCode(writer) == .ECONNRESET, "\(String(describing: writer.result))")
   }
@@ -147,5 +135,18 @@ import Testing
     #expect(first.received == 3 * SimulatedConnection.sendWindow)
     #expect(first.trace == again.trace)
     #expect(first.trace.count > 6, "the write went in several segments: \(first.trace)")
+  }
+
+  /// A client that writes more than the window to the server, launched and run until its write
+  /// waits for room.
+  private static func launchBlockedWriter(_ net: SimulatedPair) -> CoTask<Void> {
+    let writer = net.client.launch { () throws in
+      let stream = try CoTCPStream.connect(host: "server", port: 7)
+      defer { stream.close() }
+      try stream.write([UInt8](repeating: 2, count: moreThanTheWindow))
+    }
+    net.loop.advance(by: 1)
+    #expect(!writer.isSettled, "the write waits for room")
+    return writer
   }
 }
