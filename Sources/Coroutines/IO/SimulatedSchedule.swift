@@ -1,4 +1,3 @@
-
 /// The deliveries on their way, in arrival order, behind one timer of the test loop.
 ///
 /// A timer per segment cost an allocation or three and a heap entry in the loop each; here a
